@@ -1,0 +1,1 @@
+"""Flamewatch: continuous profiling. Shared code lives here; services live in flamewatch.<service>."""

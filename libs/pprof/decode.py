@@ -1,0 +1,155 @@
+"""Decode pprof bytes (gzip-compressed or raw protobuf) into a columnar `Profile`.
+
+The top-level message is parsed by the protobuf runtime against a reading schema that keeps samples,
+locations, functions and mappings as raw bytes; those are then decoded column-wise by `wire`.
+Decompression is bounded so a gzip bomb stops at the configured limit instead of filling memory.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pyarrow as pa
+from google.protobuf.message import DecodeError as ProtobufDecodeError
+
+from flamewatch.api.flamewatch.v1 import pprof_envelope_pb2
+from flamewatch.pprof import wire
+from flamewatch.pprof.errors import DecodeError, InvalidProfile, LimitExceeded
+from flamewatch.pprof.model import Functions, Locations, Mappings, Profile, Samples
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_CHUNK = 1 << 20
+
+
+def decompress(data: bytes, max_bytes: int) -> bytes:
+    """Gunzip `data` if it is gzip, refusing to produce more than `max_bytes`."""
+    if not data.startswith(_GZIP_MAGIC):
+        if len(data) > max_bytes:
+            raise LimitExceeded(f"profile is {len(data)} bytes, the limit is {max_bytes}")
+        return data
+    inflater = zlib.decompressobj(wbits=zlib.MAX_WBITS | 16)
+    out = bytearray()
+    try:
+        pending = data
+        while pending and not inflater.eof:
+            out += inflater.decompress(pending, max_bytes + 1 - len(out))
+            if len(out) > max_bytes:
+                raise LimitExceeded(f"profile decompresses to more than {max_bytes} bytes, the limit")
+            pending = inflater.unconsumed_tail
+    except zlib.error as exc:
+        raise DecodeError(f"invalid gzip data: {exc}") from exc
+    if not inflater.eof:
+        raise DecodeError("invalid gzip data: the compressed stream is truncated")
+    return bytes(out)
+
+
+def decode(data: bytes, max_bytes: int = 64 << 20) -> Profile:
+    """Decode a pprof profile. Raises DecodeError for anything that is not one."""
+    raw = decompress(data, max_bytes)
+    envelope = pprof_envelope_pb2.ProfileEnvelope()
+    try:
+        envelope.ParseFromString(raw)
+    except ProtobufDecodeError as exc:
+        raise DecodeError(f"not a pprof profile: {exc}") from exc
+    if not raw:
+        raise DecodeError("empty profile")
+    return Profile(
+        strings=_strings(envelope.string_table),
+        sample_types=np.array([(t.type, t.unit) for t in envelope.sample_type], np.int64).reshape(-1, 2),
+        samples=_samples(envelope.sample, len(envelope.sample_type)),
+        locations=_locations(envelope.location),
+        functions=_functions(envelope.function),
+        mappings=_mappings(envelope.mapping),
+        period_type=(envelope.period_type.type, envelope.period_type.unit),
+        period=envelope.period,
+        time_nanos=envelope.time_nanos,
+        duration_nanos=envelope.duration_nanos,
+        drop_frames=envelope.drop_frames,
+        keep_frames=envelope.keep_frames,
+        default_sample_type=envelope.default_sample_type,
+        doc_url=envelope.doc_url,
+        comments=np.array(envelope.comment, np.int64),
+    )
+
+
+def _strings(table) -> np.ndarray:
+    try:
+        return pa.array(table, pa.binary()).cast(pa.string()).to_numpy(zero_copy_only=False)
+    except pa.ArrowInvalid as exc:
+        raise DecodeError(f"string table holds invalid UTF-8: {exc}") from exc
+
+
+def _table(messages, what: str) -> tuple[wire.Varints, wire.Fields, int]:
+    """Split a list of encoded messages into varints and read all their fields."""
+    messages = list(messages)  # one bytes object per message, made once
+    n = len(messages)
+    sizes = np.fromiter(map(len, messages), np.int64, count=n)
+    v = wire.split_varints(np.frombuffer(b"".join(messages), np.uint8))
+    ends = np.cumsum(sizes)
+    bounds = v.index_of_byte(np.concatenate([[0], ends]), what)
+    return v, wire.walk_messages(v, bounds[:-1], bounds[1:], what), n
+
+
+def _offsets(owners: np.ndarray, n: int) -> np.ndarray:
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(owners, minlength=n), out=offsets[1:])
+    return offsets
+
+
+def _samples(messages, k: int) -> Samples:
+    v, f, n = _table(messages, "sample")
+    loc_owner, locs = wire.scalars(v, f, 1)
+    val_owner, vals = wire.scalars(v, f, 2)
+    counts = np.bincount(val_owner, minlength=n)
+    if (counts != k).any():
+        bad = int(np.flatnonzero(counts != k)[0])
+        raise InvalidProfile(f"sample {bad} has {counts[bad]} values, but the profile declares {k} sample types")
+    label_owner, first, last = wire.submessages(f, 3)
+    lf = wire.walk_messages(v, first, last, "sample label")
+    m = len(label_owner)
+    return Samples(
+        offsets=_offsets(loc_owner, n),
+        locations=locs,
+        values=vals.view(np.int64).reshape(n, k),
+        label_sample=label_owner,
+        label_key=wire.singular(v, lf, 1, m).view(np.int64),
+        label_str=wire.singular(v, lf, 2, m).view(np.int64),
+        label_num=wire.singular(v, lf, 3, m).view(np.int64),
+        label_num_unit=wire.singular(v, lf, 4, m).view(np.int64),
+    )
+
+
+def _locations(messages) -> Locations:
+    v, f, n = _table(messages, "location")
+    line_owner, first, last = wire.submessages(f, 4)
+    lf = wire.walk_messages(v, first, last, "location line")
+    m = len(line_owner)
+    return Locations(
+        id=wire.singular(v, f, 1, n),
+        mapping_id=wire.singular(v, f, 2, n),
+        address=wire.singular(v, f, 3, n),
+        is_folded=wire.singular(v, f, 5, n) != 0,
+        line_offsets=_offsets(line_owner, n),
+        line_function_id=wire.singular(v, lf, 1, m),
+        line_line=wire.singular(v, lf, 2, m).view(np.int64),
+        line_column=wire.singular(v, lf, 3, m).view(np.int64),
+    )
+
+
+def _functions(messages) -> Functions:
+    v, f, n = _table(messages, "function")
+    col = lambda number: wire.singular(v, f, number, n).view(np.int64)  # noqa: E731
+    return Functions(id=wire.singular(v, f, 1, n), name=col(2), system_name=col(3), filename=col(4),
+                     start_line=col(5))
+
+
+def _mappings(messages) -> Mappings:
+    v, f, n = _table(messages, "mapping")
+    col = lambda number: wire.singular(v, f, number, n)  # noqa: E731
+    return Mappings(
+        id=col(1), memory_start=col(2), memory_limit=col(3), file_offset=col(4),
+        filename=col(5).view(np.int64), build_id=col(6).view(np.int64),
+        has_functions=col(7) != 0, has_filenames=col(8) != 0,
+        has_line_numbers=col(9) != 0, has_inline_frames=col(10) != 0,
+    )

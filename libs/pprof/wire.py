@@ -1,0 +1,246 @@
+"""Column-wise protobuf wire codec for pprof's small messages.
+
+Every pprof message other than the top-level Profile (Sample, Label, Location, Line, Function,
+Mapping) holds only varint fields: scalars, packed scalars and nested messages of scalars. So a run of
+such messages is, byte for byte, a sequence of varints. We split it into varints once with numpy and
+then walk the fields of all messages together, one field per round, instead of building one Python
+object per sample. Rounds are bounded by the number of fields in the longest message, not by the
+number of messages.
+
+Encoding is the mirror image: a message is a sequence of varint "tokens" (tags, lengths, values), so
+whole tables are built as token arrays and varint-encoded in one pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from flamewatch.pprof.errors import DecodeError
+
+WIRE_VARINT = 0
+WIRE_LEN = 2
+_MAX_VARINT_BYTES = 10
+_VARINT_LIMITS = np.array([1 << (7 * k) for k in range(1, 10)], dtype=np.uint64)
+
+
+@dataclass(frozen=True)
+class Varints:
+    """A buffer split into varints: their values and the byte offset where each starts."""
+
+    values: np.ndarray  # uint64
+    starts: np.ndarray  # int64 byte offsets
+    nbytes: int
+
+    def index_of_byte(self, offsets: np.ndarray, what: str) -> np.ndarray:
+        """Varint index starting at each byte offset (nbytes maps past the end); misaligned is corrupt."""
+        idx = np.searchsorted(self.starts, offsets)
+        at_end = offsets == self.nbytes
+        padded = np.append(self.starts, self.nbytes)
+        ok = at_end | (padded[idx] == offsets)
+        if not ok.all():
+            raise DecodeError(f"{what}: a field boundary falls inside a varint (truncated or corrupt data)")
+        return np.where(at_end, len(self.starts), idx)
+
+
+def split_varints(buf: np.ndarray) -> Varints:
+    """Split a uint8 buffer made only of varints."""
+    if len(buf) == 0:
+        return Varints(np.zeros(0, np.uint64), np.zeros(0, np.int64), 0)
+    ends = np.flatnonzero(buf < 0x80)
+    if len(ends) == 0 or ends[-1] != len(buf) - 1:
+        raise DecodeError("truncated varint at the end of the data")
+    starts = np.empty_like(ends)
+    starts[0] = 0
+    starts[1:] = ends[:-1] + 1
+    lengths = ends - starts + 1
+    if lengths.max() > _MAX_VARINT_BYTES:
+        raise DecodeError("varint longer than 10 bytes")
+    # Most varints are one or two bytes: add the k-th byte only to those that have one.
+    values = (buf[starts] & 0x7F).astype(np.uint64)
+    longer = np.flatnonzero(lengths > 1)
+    for k in range(1, _MAX_VARINT_BYTES):
+        if not len(longer):
+            break
+        byte = (buf[starts[longer] + k] & 0x7F).astype(np.uint64)
+        values[longer] |= byte << np.uint64(7 * k)
+        longer = longer[lengths[longer] > k + 1]
+    return Varints(values, starts.astype(np.int64), len(buf))
+
+@dataclass(frozen=True)
+class Fields:
+    """Every field of a set of messages, in stream order.
+
+    For a varint field `value` is the value and `start == end == -1`; for a length-delimited field
+    `[start, end)` is the varint index range of its payload.
+    """
+
+    message: np.ndarray  # int64 index of the owning message
+    number: np.ndarray  # int64 field number
+    wire: np.ndarray  # int64 wire type
+    value: np.ndarray  # uint64
+    position: np.ndarray  # int64 varint index of the value (or payload start)
+    start: np.ndarray
+    end: np.ndarray
+
+
+def walk_messages(v: Varints, first: np.ndarray, last: np.ndarray, what: str) -> Fields:
+    """Read the fields of messages spanning varints [first[i], last[i])."""
+    cur = first.astype(np.int64).copy()
+    rounds: list[tuple[np.ndarray, ...]] = []
+    live = np.flatnonzero(cur < last)
+    while len(live):
+        rounds.append(_read_one_field(v, cur, last, live, what))
+        live = live[cur[live] < last[live]]
+    if not rounds:
+        empty = np.zeros(0, np.int64)
+        return Fields(empty, empty, empty, np.zeros(0, np.uint64), empty, empty, empty)
+    cols = [np.concatenate(c) for c in zip(*rounds, strict=True)]
+    order = np.argsort(cols[4], kind="stable")
+    return Fields(*(c[order] for c in cols))
+
+
+def _read_one_field(v: Varints, cur: np.ndarray, last: np.ndarray, live: np.ndarray, what: str):
+    at = cur[live]
+    if (at + 1 >= last[live]).any():
+        raise DecodeError(f"{what}: a field has no value (truncated message)")
+    tag = v.values[at]
+    number, wire = (tag >> np.uint64(3)).astype(np.int64), (tag & np.uint64(7)).astype(np.int64)
+    bad = (wire != WIRE_VARINT) & (wire != WIRE_LEN)
+    if bad.any():
+        raise DecodeError(f"{what}: field {number[bad][0]} has unsupported wire type {wire[bad][0]}")
+    value = v.values[at + 1]
+    is_len = wire == WIRE_LEN
+    start = np.where(is_len, at + 2, -1)
+    end = np.full(len(at), -1, np.int64)
+    if is_len.any():
+        end[is_len] = _payload_end(v, at[is_len] + 2, value[is_len], last[live][is_len], what)
+    cur[live] = np.where(is_len, end, at + 2)
+    return live, number, wire, value, at + 1, start, end
+
+
+def _payload_end(v: Varints, start: np.ndarray, length: np.ndarray, last: np.ndarray, what: str):
+    padded = np.append(v.starts, v.nbytes)
+    end_byte = padded[start] + length.astype(np.int64)
+    limit = padded[last]
+    if (end_byte > limit).any() or (length > np.uint64(v.nbytes)).any():
+        raise DecodeError(f"{what}: a length-delimited field runs past the end of its message")
+    return v.index_of_byte(end_byte, what)
+
+
+def scalars(v: Varints, f: Fields, number: int) -> tuple[np.ndarray, np.ndarray]:
+    """A repeated scalar field, packed or not: (owning message, value) in stream order."""
+    pick = f.number == number
+    plain = pick & (f.wire == WIRE_VARINT)
+    packed = np.flatnonzero(pick & (f.wire == WIRE_LEN))
+    counts = f.end[packed] - f.start[packed]
+    positions = np.concatenate([f.position[plain], _expand_ranges(f.start[packed], counts)])
+    owners = np.concatenate([f.message[plain], np.repeat(f.message[packed], counts)])
+    order = np.argsort(positions, kind="stable")
+    return owners[order], v.values[positions[order]]
+
+
+def singular(v: Varints, f: Fields, number: int, n: int) -> np.ndarray:
+    """A singular scalar field per message (last occurrence wins, absent is 0)."""
+    pick = (f.number == number) & (f.wire == WIRE_VARINT)
+    out = np.zeros(n, np.uint64)
+    out[f.message[pick]] = f.value[pick]
+    return out
+
+
+def submessages(f: Fields, number: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A repeated message field: (owning message, first varint, end varint) in stream order."""
+    pick = (f.number == number) & (f.wire == WIRE_LEN)
+    return f.message[pick], f.start[pick], f.end[pick]
+
+
+def _expand_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Concatenate arange(s, s + c) for every (s, c) without a Python loop."""
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros(0, np.int64)
+    offsets = np.repeat(np.cumsum(counts) - counts, counts)
+    return np.repeat(starts, counts) + (np.arange(total) - offsets)
+
+
+# ----------------------------------------------------------------------------------------- encoding
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """Varints to write, each owned by a message; tokens of one owner are contiguous and in order."""
+
+    owner: np.ndarray  # int64
+    token: np.ndarray  # uint64
+
+    @staticmethod
+    def empty() -> Tokens:
+        return Tokens(np.zeros(0, np.int64), np.zeros(0, np.uint64))
+
+
+def varint_sizes(values: np.ndarray) -> np.ndarray:
+    return np.searchsorted(_VARINT_LIMITS, values, side="right").astype(np.int64) + 1
+
+
+def encode_varints(values: np.ndarray) -> bytes:
+    values = values.astype(np.uint64, copy=False)
+    sizes = varint_sizes(values)
+    out = np.zeros(int(sizes.sum()), np.uint8)
+    starts = np.cumsum(sizes) - sizes
+    for k in range(_MAX_VARINT_BYTES):
+        has = np.flatnonzero(sizes > k)
+        if not len(has):
+            break
+        byte = (values[has] >> np.uint64(7 * k)) & np.uint64(0x7F)
+        more = np.where(sizes[has] > k + 1, 0x80, 0).astype(np.uint64)
+        out[starts[has] + k] = (byte | more).astype(np.uint8)
+    return out.tobytes()
+
+
+def concat(parts: list[Tokens]) -> Tokens:
+    """Fields of the same messages, one part after the other within each owner."""
+    owner = np.concatenate([p.owner for p in parts])
+    rank = np.concatenate([np.full(len(p.owner), i) for i, p in enumerate(parts)])
+    seq = np.arange(len(owner))
+    order = np.lexsort((seq, rank, owner))
+    return Tokens(owner[order], np.concatenate([p.token for p in parts])[order])
+
+
+def scalar_field(number: int, owner: np.ndarray, values: np.ndarray, keep_zero: bool = False) -> Tokens:
+    """A singular varint field per owner; zero values are omitted as proto3 does."""
+    values = np.asarray(values).astype(np.uint64, copy=False)
+    if not keep_zero:
+        nz = values != 0
+        owner, values = owner[nz], values[nz]
+    tokens = np.empty(2 * len(values), np.uint64)
+    tokens[0::2] = number << 3 | WIRE_VARINT
+    tokens[1::2] = values
+    return Tokens(np.repeat(owner, 2).astype(np.int64), tokens)
+
+
+def packed_field(number: int, owner: np.ndarray, values: np.ndarray, n_owners: int) -> Tokens:
+    """A packed repeated varint field; `owner` must be sorted. Owners with no values get no field."""
+    values = np.asarray(values).astype(np.uint64, copy=False)
+    inner = Tokens(owner.astype(np.int64), values)
+    return _wrap(number, inner, np.arange(n_owners), n_owners, skip_empty=True)
+
+
+def message_field(number: int, inner: Tokens, parent: np.ndarray, n_inner: int) -> Tokens:
+    """Repeated message field: inner message i (tokens owned by i) becomes a field of parent[i]."""
+    return _wrap(number, inner, parent, n_inner, skip_empty=False)
+
+
+def _wrap(number: int, inner: Tokens, parent: np.ndarray, n_inner: int, skip_empty: bool) -> Tokens:
+    sizes = np.bincount(inner.owner, weights=varint_sizes(inner.token), minlength=n_inner).astype(np.int64)
+    counts = np.bincount(inner.owner, minlength=n_inner)
+    keep = np.flatnonzero(counts > 0) if skip_empty else np.arange(n_inner)
+    head_owner = np.repeat(keep, 2)
+    head = np.empty(2 * len(keep), np.uint64)
+    head[0::2] = number << 3 | WIRE_LEN
+    head[1::2] = sizes[keep]
+    msg = np.concatenate([head_owner, inner.owner])
+    rank = np.concatenate([np.zeros(len(head_owner)), np.ones(len(inner.owner))])
+    order = np.lexsort((np.arange(len(msg)), rank, msg))
+    tokens = np.concatenate([head, inner.token])[order]
+    return Tokens(np.asarray(parent, np.int64)[msg[order]], tokens)

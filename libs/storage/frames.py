@@ -1,0 +1,93 @@
+"""Turn a pprof profile's stacks into frames, and frames of many profiles into one stack tree.
+
+A frame is one line of one location: a location with inlined functions becomes several frames,
+innermost first, exactly as pprof orders its lines. Stacks are stored as a parent-pointer tree whose
+nodes are (parent node, frame); the tree is built level by level with numpy, one pass per stack depth.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from flamewatch.pprof.model import Profile
+
+
+@dataclass(frozen=True, eq=False)
+class Frames:
+    """One profile's frames and its samples' stacks as frame indices, leaf first."""
+
+    function: np.ndarray  # int64 row in profile.functions, -1 when the location has no line
+    line: np.ndarray  # int64
+    address: np.ndarray  # uint64
+    mapping: np.ndarray  # int64 row in profile.mappings, -1 for none
+    sample_offsets: np.ndarray  # int64 [n + 1]
+    sample_frames: np.ndarray  # int64 frame indices
+
+
+def expand_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Concatenate arange(s, s + c) for every (s, c) without a Python loop."""
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros(0, np.int64)
+    offsets = np.repeat(np.cumsum(counts) - counts, counts)
+    return np.repeat(starts, counts) + (np.arange(total) - offsets)
+
+
+def rows_of(ids: np.ndarray, table_ids: np.ndarray) -> np.ndarray:
+    """Row of each id in a table of unique ids (validated beforehand to exist)."""
+    order = np.argsort(table_ids, kind="stable")
+    return order[np.searchsorted(table_ids, ids, sorter=order)]
+
+
+def profile_frames(p: Profile) -> Frames:
+    loc = p.locations
+    nlines = np.diff(loc.line_offsets)
+    per_location = np.maximum(nlines, 1)  # a location without lines is one address-only frame
+    first_frame = np.cumsum(per_location) - per_location
+    has_line = np.repeat(nlines > 0, per_location)
+    line_index = np.where(has_line, expand_ranges(loc.line_offsets[:-1], per_location), 0)
+    owner = np.repeat(np.arange(len(loc)), per_location)
+    function = np.full(len(owner), -1, np.int64)
+    if has_line.any():
+        function[has_line] = rows_of(loc.line_function_id[line_index[has_line]], p.functions.id)
+    mapping = np.full(len(loc), -1, np.int64)
+    mapped = loc.mapping_id != 0
+    mapping[mapped] = rows_of(loc.mapping_id[mapped], p.mappings.id)
+    sample_loc = rows_of(p.samples.locations, loc.id)
+    counts = per_location[sample_loc]
+    running = np.concatenate([[0], np.cumsum(counts)])
+    return Frames(
+        function=function,
+        line=np.where(has_line, loc.line_line[line_index] if len(loc.line_line) else 0, 0),
+        address=loc.address[owner],
+        mapping=mapping[owner],
+        sample_offsets=running[p.samples.offsets],
+        sample_frames=expand_ranges(first_frame[sample_loc], counts),
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class StackTree:
+    parent: np.ndarray  # int64, node 0 is the root with parent -1
+    frame: np.ndarray  # int64, -1 for the root
+    leaf: np.ndarray  # int64 node of each input stack
+
+
+def build_stack_tree(offsets: np.ndarray, frames: np.ndarray, n_frames: int) -> StackTree:
+    """A trie over stacks given leaf first (pprof order): stack i is frames[offsets[i]:offsets[i+1]]."""
+    depth = np.diff(offsets)
+    node = np.zeros(len(depth), np.int64)
+    parents, labels = [np.array([-1])], [np.array([-1])]
+    count = 1
+    width = n_frames + 1
+    for d in range(int(depth.max()) if len(depth) else 0):
+        live = np.flatnonzero(depth > d)
+        key = node[live] * width + frames[offsets[live + 1] - 1 - d]
+        unique, inverse = np.unique(key, return_inverse=True)
+        parents.append(unique // width)
+        labels.append(unique % width)
+        node[live] = count + inverse
+        count += len(unique)
+    return StackTree(np.concatenate(parents), np.concatenate(labels), node)

@@ -51,7 +51,8 @@ def decode(data: bytes, max_bytes: int = 64 << 20) -> Profile:
     try:
         envelope.ParseFromString(raw)
     except ProtobufDecodeError as exc:
-        raise DecodeError(f"not a pprof profile: {exc}") from exc
+        raise DecodeError("not a pprof profile: the data is neither gzip-compressed nor a valid protobuf message") \
+            from exc
     if not raw:
         raise DecodeError("empty profile")
     return Profile(

@@ -325,6 +325,7 @@ class BlockReader:
         names[~known] = np.char.add("0x", np.char.mod("%x", address[~known].astype(np.uint64)))
         return names
 
+    @cached_property
     def node_names(self) -> np.ndarray:
         """Function name per stack node (the root is "total")."""
         names = np.empty(len(self.node_parent), object)

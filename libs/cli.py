@@ -1,0 +1,224 @@
+"""The `flamewatch` command: the one place that knows every service and wires them together.
+
+    flamewatch ingester   receive pprof pushes and store them (gRPC + HTTP /ingest)
+    flamewatch querier    answer queries (gRPC QueryService + REST /api/v1)
+    flamewatch upload     push pprof files to a running ingester
+
+Flags may also be given as environment variables: FLAMEWATCH_<FLAG>, upper-cased with dots and dashes
+as underscores (for example FLAMEWATCH_STORAGE_S3_SECRET_KEY). Flags win over the environment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from flamewatch.config import IngesterConfig, IngestLimits, QuerierConfig, StorageConfig
+from flamewatch.storage.objstore import FilesystemConfig, S3Config
+from flamewatch.storage.postgres import PostgresConfig
+
+log = logging.getLogger("flamewatch")
+
+
+def _env_name(flag: str) -> str:
+    return "FLAMEWATCH_" + flag.lstrip("-").replace(".", "_").replace("-", "_").upper()
+
+
+class _Parser(argparse.ArgumentParser):
+    """Adds each flag's environment variable to its help and takes defaults from it."""
+
+    def add(self, flag: str, help: str, **kwargs):
+        env = _env_name(flag)
+        if env in os.environ and kwargs.get("action") != "store_true":
+            kwargs["default"] = os.environ[env]
+        elif env in os.environ:
+            kwargs["default"] = os.environ[env].lower() in ("1", "true", "yes")
+        shown = kwargs.get("default")
+        suffix = f" [env {env}]" + (f" (default: {shown})" if shown not in (None, False, "") else "")
+        return self.add_argument(flag, help=help + suffix, **kwargs)
+
+
+def _storage_flags(p: _Parser) -> None:
+    p.add("--data-dir", "directory for the embedded Postgres and the filesystem object store", default="./data")
+    p.add("--storage.postgres-dsn", "Postgres to use, e.g. postgresql://user:pass@host:5432/flamewatch; "
+          "without it an embedded Postgres runs under <data-dir>/postgres", dest="postgres_dsn")
+    p.add("--storage.s3.bucket", "store blocks in this S3 bucket instead of <data-dir>/objects", dest="s3_bucket")
+    p.add("--storage.s3.endpoint", "S3 endpoint host:port", dest="s3_endpoint", default="127.0.0.1:9000")
+    p.add("--storage.s3.access-key", "S3 access key", dest="s3_access_key")
+    p.add("--storage.s3.secret-key", "S3 secret key", dest="s3_secret_key")
+    p.add("--storage.s3.region", "S3 region", dest="s3_region")
+    p.add("--storage.s3.insecure", "talk plain HTTP to the S3 endpoint", dest="s3_insecure", action="store_true")
+    p.add("--storage.s3.prefix", "put every key under this folder of the bucket", dest="s3_prefix", default="")
+
+
+def _common_flags(p: _Parser) -> None:
+    p.add("--log.level", "debug, info, warning or error", dest="log_level", default="info",
+          choices=["debug", "info", "warning", "error"])
+
+
+def storage_config(args: argparse.Namespace) -> StorageConfig:
+    data = Path(args.data_dir)
+    if args.s3_bucket:
+        if not (args.s3_access_key and args.s3_secret_key):
+            raise SystemExit("--storage.s3.bucket needs --storage.s3.access-key and --storage.s3.secret-key")
+        store = S3Config(args.s3_bucket, args.s3_endpoint, args.s3_access_key, args.s3_secret_key,
+                         region=args.s3_region, insecure=args.s3_insecure, prefix=args.s3_prefix)
+    else:
+        store = FilesystemConfig(str(data / "objects"))
+    postgres = PostgresConfig(dsn=args.postgres_dsn) if args.postgres_dsn else \
+        PostgresConfig(data_dir=str(data / "postgres"))
+    return StorageConfig(store, postgres)
+
+
+def _ingester_parser(sub) -> None:
+    p = sub.add_parser("ingester", help="receive pprof pushes and store them durably",
+                       description="Receive pprof profiles over gRPC (IngestService.Push) and HTTP "
+                       "(POST /ingest), batch them into blocks and store them; a push is acknowledged once "
+                       "its profiles are durable.")
+    p.add("--http-address", "HTTP listen address (/ingest, /metrics, /healthz)", default=":4100")
+    p.add("--grpc-address", "gRPC listen address (IngestService)", default=":4101")
+    p.add("--flush-interval", "seconds between block flushes", type=float, default=1.0)
+    p.add("--flush-bytes", "flush a tenant's batch early at this many decompressed bytes", type=int,
+          default=8 << 20)
+    defaults = IngestLimits()
+    for name in defaults.__dataclass_fields__:
+        flag = "--limits." + name.replace("_", "-")
+        p.add(flag, f"reject pushes over this {name.replace('_', ' ')}", dest=f"limit_{name}", type=int,
+              default=getattr(defaults, name))
+    _storage_flags(p)
+    _common_flags(p)
+    p.set_defaults(run=run_ingester)
+
+
+def _querier_parser(sub) -> None:
+    p = sub.add_parser("querier", help="answer label, series, range and profile queries",
+                       description="Serve QueryService over gRPC and the same operations over REST under "
+                       "/api/v1/ (profile_types, labels, label/<name>/values, series, query_range, query, diff).")
+    p.add("--http-address", "HTTP listen address (/api/v1, /metrics, /healthz)", default=":4200")
+    p.add("--grpc-address", "gRPC listen address (QueryService)", default=":4201")
+    p.add("--cache-bytes", "memory for parsed blocks", type=int, default=512 << 20)
+    p.add("--max-nodes", "default largest number of nodes in a flamegraph, top table or tree", type=int,
+          default=2048)
+    _storage_flags(p)
+    _common_flags(p)
+    p.set_defaults(run=run_querier)
+
+
+def _upload_parser(sub) -> None:
+    p = sub.add_parser("upload", help="push pprof files to a running ingester",
+                       description="Push pprof files (gzip or raw) to an ingester's HTTP port, one request per "
+                       "file. Exits non-zero with the server's message when a file is refused.")
+    p.add_argument("files", nargs="+", type=Path, help="pprof files, e.g. cpu.pb.gz")
+    p.add("--url", "the ingester (or flamewatch all) base URL", default="http://127.0.0.1:4100")
+    p.add("--label", "series label k=v; repeat for more", action="append", default=[], dest="labels")
+    p.add("--tenant", "tenant id sent as X-Scope-OrgID", default="anonymous")
+    p.add("--name", "profile name (process_cpu, memory, goroutine, mutex, block, ...); by default taken "
+          "from the file name when it names a Go profile", default=None)
+    p.add("--timeout", "seconds to wait for each upload", type=float, default=30.0)
+    p.set_defaults(run=run_upload, log_level="warning")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="flamewatch", description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    _ingester_parser(sub)
+    _querier_parser(sub)
+    _upload_parser(sub)
+    return parser
+
+
+# ------------------------------------------------------------------------------------- commands
+
+
+def run_ingester(args: argparse.Namespace) -> int:
+    from flamewatch.ingester.service import Ingester, http_router, register_grpc
+
+    limits = IngestLimits(**{n: getattr(args, f"limit_{n}") for n in IngestLimits.__dataclass_fields__})
+    config = IngesterConfig(http_address=args.http_address, grpc_address=args.grpc_address,
+                            flush_interval_s=args.flush_interval, flush_bytes=args.flush_bytes, limits=limits)
+
+    async def main() -> None:
+        store, db = _open_storage(storage_config(args))
+        ingester = Ingester(config, store, db)
+        ingester.start()
+
+        async def stop() -> None:
+            await ingester.stop()
+            db.close()
+            store.close()
+
+        await _serve([http_router(ingester)], config.http_address, config.grpc_address, register_grpc(ingester), stop)
+
+    asyncio.run(main())
+    return 0
+
+
+def run_querier(args: argparse.Namespace) -> int:
+    from flamewatch.querier.blocks import BlockCache
+    from flamewatch.querier.engine import Querier
+    from flamewatch.querier.rest import router
+    from flamewatch.querier.service import register_grpc
+
+    config = QuerierConfig(http_address=args.http_address, grpc_address=args.grpc_address,
+                           cache_bytes=args.cache_bytes, default_max_nodes=args.max_nodes)
+
+    async def main() -> None:
+        store, db = _open_storage(storage_config(args))
+        blocks = BlockCache(store, config.cache_bytes, config.fetch_concurrency)
+        querier = Querier(db, blocks, config)
+
+        async def stop() -> None:
+            blocks.close()
+            db.close()
+            store.close()
+
+        await _serve([router(querier)], config.http_address, config.grpc_address, register_grpc(querier), stop)
+
+    asyncio.run(main())
+    return 0
+
+
+def _open_storage(config: StorageConfig):
+    from flamewatch.storage.objstore import open_object_store
+    from flamewatch.storage.postgres import open_database
+
+    store = open_object_store(config.object_store)
+    log.info("object store: %s", config.object_store)
+    db = open_database(config.postgres)
+    return store, db
+
+
+async def _serve(routers, http_address: str, grpc_address: str, register, stop) -> None:
+    from flamewatch.rpc.http import build_app
+    from flamewatch.rpc.runtime import serve
+
+    await serve(build_app(routers, ready=lambda: True), http_address, grpc_address, register, stop)
+
+
+def run_upload(args: argparse.Namespace) -> int:
+    from flamewatch.upload import UploadError, upload_files
+
+    try:
+        for line in upload_files(args.files, args.url, args.labels, args.tenant, args.name, args.timeout):
+            print(line)
+    except UploadError as exc:
+        print(f"flamewatch upload: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("pgserver").setLevel(logging.WARNING)  # it logs every command it runs at INFO
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

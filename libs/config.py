@@ -1,0 +1,59 @@
+"""Configuration of every component: frozen dataclasses with their defaults in this one place.
+
+Command-line flags (and, later, the YAML file) are turned into these objects by `flamewatch.cli`;
+components receive them and never read the environment themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from flamewatch.pprof.validate import ProfileLimits
+from flamewatch.storage.objstore import FilesystemConfig, S3Config
+from flamewatch.storage.postgres import PostgresConfig
+
+MiB = 1 << 20
+
+
+@dataclass(frozen=True)
+class IngestLimits:
+    """What one push may contain. Exceeding a size limit is RESOURCE_EXHAUSTED, the rest INVALID_ARGUMENT."""
+
+    max_compressed_bytes: int = 16 * MiB
+    max_decompressed_bytes: int = 64 * MiB
+    max_samples: int = 500_000
+    max_stack_depth: int = 1024
+    max_labels: int = 32
+    max_label_name_length: int = 128
+    max_label_value_length: int = 2048
+
+    def profile_limits(self) -> ProfileLimits:
+        return ProfileLimits(self.max_compressed_bytes, self.max_decompressed_bytes, self.max_samples,
+                             self.max_stack_depth)
+
+
+@dataclass(frozen=True)
+class StorageConfig:
+    object_store: S3Config | FilesystemConfig = FilesystemConfig("./data/objects")
+    postgres: PostgresConfig = PostgresConfig(data_dir="./data/postgres")
+
+
+@dataclass(frozen=True)
+class IngesterConfig:
+    http_address: str = ":4100"
+    grpc_address: str = ":4101"
+    flush_interval_s: float = 1.0
+    flush_bytes: int = 8 * MiB
+    max_concurrent_flushes: int = 4
+    sweep_interval_s: float = 300.0
+    orphan_grace_s: float = 600.0
+    limits: IngestLimits = field(default_factory=IngestLimits)
+
+
+@dataclass(frozen=True)
+class QuerierConfig:
+    http_address: str = ":4200"
+    grpc_address: str = ":4201"
+    cache_bytes: int = 512 * MiB
+    fetch_concurrency: int = 8
+    default_max_nodes: int = 2048

@@ -1,0 +1,50 @@
+"""gRPC plumbing shared by the services: one wrapper maps exceptions to status codes and logs them."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+
+import grpc
+
+from flamewatch.rpc.errors import message_of, status_of
+
+log = logging.getLogger(__name__)
+
+
+def handled(method):
+    """Wrap an async servicer method: time it, map exceptions through rpc.errors, log failures."""
+
+    @functools.wraps(method)
+    async def wrapper(self, request, context: grpc.aio.ServicerContext):
+        started = time.perf_counter()
+        try:
+            return await method(self, request, context)
+        except Exception as exc:  # noqa: BLE001 - every failure is mapped to a status here
+            status = status_of(exc)
+            level = logging.ERROR if status.http_status >= 500 else logging.INFO
+            log.log(level, "%s failed after %.0f ms: %s", method.__name__,
+                    1e3 * (time.perf_counter() - started), exc, exc_info=status.http_status == 500)
+            await context.abort(status.grpc_code, message_of(exc))
+
+    return wrapper
+
+
+def parse_address(address: str) -> tuple[str, int]:
+    """'host:port' or ':port' (all interfaces)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f'invalid address "{address}": expected host:port, e.g. 127.0.0.1:4100 or :4100')
+    return host or "0.0.0.0", int(port)
+
+
+async def start_grpc_server(address: str, register) -> grpc.aio.Server:
+    """Start an aio server on address; register(server) adds the servicers."""
+    server = grpc.aio.server(options=[("grpc.max_receive_message_length", 64 << 20),
+                                      ("grpc.max_send_message_length", 256 << 20)])
+    register(server)
+    host, port = parse_address(address)
+    server.add_insecure_port(f"{host}:{port}")
+    await server.start()
+    return server

@@ -1,0 +1,52 @@
+"""HTTP plumbing shared by the services: one FastAPI app per process with health, metrics and
+the error mapping of rpc.errors; each service contributes an APIRouter."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from flamewatch.rpc.errors import message_of, status_of
+
+log = logging.getLogger(__name__)
+
+
+def error_response(exc: BaseException) -> JSONResponse:
+    status = status_of(exc)
+    if status.http_status >= 500:
+        log.error("request failed: %s", exc, exc_info=status.http_status == 500)
+    return JSONResponse({"error": message_of(exc)}, status_code=status.http_status)
+
+
+def build_app(routers: Sequence[APIRouter], ready: Callable[[], bool]) -> FastAPI:
+    app = FastAPI(title="Flamewatch", docs_url="/api/docs", openapi_url="/api/openapi.json")
+    for router in routers:
+        app.include_router(router)
+
+    @app.exception_handler(Exception)
+    async def _any(_: Request, exc: Exception) -> JSONResponse:
+        return error_response(exc)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        return JSONResponse({"error": f"invalid request: {problems}"}, status_code=400)
+
+    @app.get("/healthz", include_in_schema=False)
+    def _healthz() -> PlainTextResponse:
+        return PlainTextResponse("ok")
+
+    @app.get("/readyz", include_in_schema=False)
+    def _readyz() -> PlainTextResponse:
+        return PlainTextResponse("ready") if ready() else PlainTextResponse("not ready", status_code=503)
+
+    @app.get("/metrics", include_in_schema=False)
+    def _metrics() -> Response:
+        return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+
+    return app

@@ -1,0 +1,103 @@
+"""The object store: one protocol, its configs, and the one list of built-in backends.
+
+Blocks and debuginfo are written once under a key and read back whole, so the interface is a flat
+key → bytes map with S3 semantics: keys are `/`-separated, `list` is recursive and ordered by key,
+`list_prefixes` goes one level down (like an S3 listing with delimiter "/").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Protocol
+
+from flamewatch.storage.errors import StorageConfigError, StorageError
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    """One object as listed: its key (without any store prefix), size in bytes, and mtime in ns."""
+
+    key: str
+    size: int
+    last_modified_ns: int
+
+
+@dataclass(frozen=True)
+class S3Config:
+    """An S3-compatible bucket; `prefix` puts every key under a folder of a shared bucket."""
+
+    bucket: str
+    endpoint: str  # host:port, no scheme
+    access_key: str
+    secret_key: str
+    region: str | None = None
+    insecure: bool = False  # plain HTTP
+    prefix: str = ""
+
+
+@dataclass(frozen=True)
+class FilesystemConfig:
+    """A local directory (the embedded default)."""
+
+    directory: str
+
+
+class ObjectStore(Protocol):
+    """What Flamewatch needs from an object store. Every method may raise `StorageError`."""
+
+    def put(self, key: str, data: bytes) -> None:
+        """Store `data` under `key`, replacing any object; atomic: readers see all of it or none."""
+
+    def get(self, key: str) -> bytes:
+        """The object's bytes; `ObjectNotFound` if there is none."""
+
+    def delete(self, key: str) -> None:
+        """Remove the object; deleting a missing key is not an error."""
+
+    def list(self, prefix: str) -> Iterator[ObjectInfo]:
+        """Every object whose key starts with `prefix`, recursively, in key order."""
+
+    def list_prefixes(self, prefix: str) -> list[str]:
+        """The distinct `<prefix><name>/` folders one level below `prefix`, sorted."""
+
+    def close(self) -> None:
+        """Release connections; the store is unusable afterwards."""
+
+
+def check_key(key: str) -> str:
+    """Reject keys that are empty, absolute, or have empty, `.` or `..` segments."""
+    if not key or key.startswith("/") or "\0" in key or "\\" in key:
+        raise StorageError(f"invalid object key {key!r}")
+    if any(part in ("", ".", "..") for part in key.split("/")):
+        raise StorageError(f"invalid object key {key!r}: empty, '.' or '..' segment")
+    return key
+
+
+def check_prefix(prefix: str) -> str:
+    """A listing prefix is "" or anything that would be a valid start of a key."""
+    if prefix:
+        check_key(prefix.removesuffix("/") or "/")
+    return prefix
+
+
+def open_object_store(config: S3Config | FilesystemConfig) -> ObjectStore:
+    """Open the backend that `config` describes."""
+    opener = _backends().get(type(config))
+    if opener is None:
+        raise StorageConfigError(f"no object store backend for {type(config).__name__}")
+    return opener(config)
+
+
+def _backends() -> dict[type, Callable[..., ObjectStore]]:
+    """The one list of built-in backends, config type → opener.
+
+    Imported here rather than at the top because each backend imports this module's types.
+    """
+    from flamewatch.storage.filesystem import FilesystemObjectStore
+    from flamewatch.storage.s3 import S3ObjectStore
+
+    return {
+        S3Config: S3ObjectStore,
+        FilesystemConfig: FilesystemObjectStore.from_config,
+    }

@@ -1,0 +1,367 @@
+"""Postgres plumbing: connection pool, embedded server, schema migrations, day partitions.
+
+`open_database` connects (or starts the embedded server from the `pgserver` wheel), applies the SQL
+migrations in `flamewatch.storage.migrations` under an advisory lock, and opens a pool. The queries
+themselves live in `index.py`; this module owns only getting a healthy, current schema to them.
+
+psycopg's connection errors (`OperationalError`, the pool's `PoolTimeout`) become
+`StorageUnavailable` naming the server; other database errors are left to the caller.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import re
+import subprocess
+import threading
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from importlib import resources
+from pathlib import Path
+from types import ModuleType
+from typing import ClassVar
+
+import psycopg
+from flamewatch.storage.errors import StorageConfigError, StorageError, StorageUnavailable
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.pq import TransactionStatus
+from psycopg_pool import ConnectionPool
+
+logger = logging.getLogger(__name__)
+
+CONNECT_TIMEOUT_S = 5  # libpq's connect_timeout, per connection attempt
+OPEN_TIMEOUT_S = 10.0  # for the pool to reach pool_min connections at open
+ACQUIRE_TIMEOUT_S = 10.0  # for `Database.connection()` to get a connection from the pool
+_MIGRATIONS_PACKAGE = "flamewatch.storage.migrations"
+_MIGRATION_FILE = re.compile(r"^(\d{4})_(\w+)\.sql$")
+_PARTITION_NAME = re.compile(r"^profiles_(\d{8})$")
+_DAY_NS = 86_400 * 10**9
+_EPOCH_DAY = date(1970, 1, 1)
+
+
+@dataclass(frozen=True)
+class PostgresConfig:
+    """A server to connect to (`dsn`), or else an embedded one kept in `data_dir`."""
+
+    dsn: str | None = None
+    data_dir: str | None = None
+    pool_min: int = 1
+    pool_max: int = 8
+
+
+class EmbeddedPostgres:
+    """A Postgres server from the `pgserver` wheel, listening on a Unix socket in `data_dir`.
+
+    The server outlives this process (pgserver's `cleanup_mode=None`), so a crash leaves it running
+    and the next start on the same directory simply reuses it; a cold start on an existing directory
+    takes a fraction of a second. `stop()` stops it once no other handle needs it: pgserver counts
+    the processes using the directory, this class counts the handles within this process.
+    """
+
+    _handles: ClassVar[dict[Path, int]] = {}
+    _handles_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, data_dir: str | Path) -> None:
+        path = Path(data_dir).resolve()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with self._handles_lock:
+                self._server = _pgserver().get_server(path, cleanup_mode=None)
+                self._handles[path] = self._handles.get(path, 0) + 1
+        except (OSError, subprocess.SubprocessError, RuntimeError) as exc:
+            raise StorageUnavailable(f"cannot start embedded Postgres in {path}: {exc}") from exc
+        self.data_dir = path
+        self._stopped = False
+
+    @property
+    def dsn(self) -> str:
+        return self._server.get_uri()
+
+    def stop(self) -> None:
+        """Release this handle; the last one in the last process stops the server."""
+        with self._handles_lock:
+            if self._stopped:
+                return
+            self._stopped = True
+            self._handles[self.data_dir] -= 1
+            if self._handles[self.data_dir] > 0:
+                return
+            del self._handles[self.data_dir]
+            self._stop_server()
+
+    def _stop_server(self) -> None:
+        self._server.cleanup_mode = "stop"
+        try:
+            self._server.cleanup()
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise StorageError(f"cannot stop embedded Postgres in {self.data_dir}: {exc}") from exc
+        finally:
+            self._server.cleanup_mode = None
+
+
+class Database:
+    """A connection pool on a migrated database, and the embedded server if it started one."""
+
+    def __init__(self, pool: ConnectionPool, where: str, embedded: EmbeddedPostgres | None = None) -> None:
+        self._pool = pool
+        self._embedded = embedded
+        self.where = where  # "Postgres at host:port/db", for messages; never holds a password
+
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[psycopg.Connection]:
+        """A pooled connection; the transaction commits when the block exits cleanly.
+
+        Connection failures (also during the block) raise `StorageUnavailable`.
+        """
+        try:
+            with self._pool.connection(timeout=ACQUIRE_TIMEOUT_S) as conn:
+                yield conn
+        except psycopg.OperationalError as exc:
+            raise StorageUnavailable(f"{self.where} unavailable: {exc}") from exc
+
+    def close(self) -> None:
+        self._pool.close()
+        if self._embedded is not None:
+            self._embedded.stop()
+
+
+def open_database(config: PostgresConfig) -> Database:
+    """Connect to `config.dsn` (or start the embedded server), migrate, and open the pool."""
+    embedded = _embedded_for(config)
+    dsn = _with_defaults(config.dsn or embedded.dsn)
+    where = describe_dsn(dsn)
+    try:
+        with _connect(dsn, where) as conn:
+            migrate(conn)
+        pool = _open_pool(dsn, where, config)
+    except BaseException:
+        if embedded is not None:
+            embedded.stop()
+        raise
+    return Database(pool, where, embedded)
+
+
+def describe_dsn(dsn: str) -> str:
+    """`Postgres at host:port/dbname`, safe to log (no user or password)."""
+    params = _parse_dsn(dsn)
+    host = params.get("host") or params.get("hostaddr") or "localhost"
+    return f"Postgres at {host}:{params.get('port') or 5432}/{params.get('dbname') or '(default)'}"
+
+
+def _embedded_for(config: PostgresConfig) -> EmbeddedPostgres | None:
+    if config.dsn:
+        return None
+    if not config.data_dir:
+        raise StorageConfigError("postgres: set either dsn or data_dir (for the embedded server)")
+    return EmbeddedPostgres(config.data_dir)
+
+
+def _pgserver() -> ModuleType:
+    """Import pgserver lazily: it starts nothing at import, but warns when XDG_RUNTIME_DIR is unset."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+        import pgserver
+    return pgserver
+
+
+def _parse_dsn(dsn: str) -> dict[str, str]:
+    try:
+        return {key: str(value) for key, value in conninfo_to_dict(dsn).items()}
+    except psycopg.ProgrammingError as exc:
+        raise StorageConfigError(f"postgres: invalid dsn: {exc}") from exc
+
+
+def _with_defaults(dsn: str) -> str:
+    params = _parse_dsn(dsn)
+    params.setdefault("connect_timeout", str(CONNECT_TIMEOUT_S))
+    params.setdefault("application_name", "flamewatch")
+    return make_conninfo("", **params)
+
+
+@contextlib.contextmanager
+def _connect(dsn: str, where: str) -> Iterator[psycopg.Connection]:
+    """One direct connection, so a refused or failed login reports libpq's own reason."""
+    try:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            yield conn
+    except psycopg.OperationalError as exc:
+        raise StorageUnavailable(f"cannot connect to {where}: {exc}") from exc
+
+
+def _open_pool(dsn: str, where: str, config: PostgresConfig) -> ConnectionPool:
+    pool = ConnectionPool(
+        dsn,
+        min_size=config.pool_min,
+        max_size=config.pool_max,
+        open=False,
+        check=ConnectionPool.check_connection,  # drop connections a server restart has broken
+        name="flamewatch",
+    )
+    try:
+        pool.open(wait=True, timeout=OPEN_TIMEOUT_S)
+    except psycopg.OperationalError as exc:
+        pool.close()
+        raise StorageUnavailable(f"cannot connect to {where}: {exc}") from exc
+    return pool
+
+
+# --- migrations -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+def migrations() -> list[Migration]:
+    """The SQL files shipped in `flamewatch.storage.migrations`, in version order."""
+    found = []
+    for entry in resources.files(_MIGRATIONS_PACKAGE).iterdir():
+        match = _MIGRATION_FILE.match(entry.name)
+        if match:
+            found.append(Migration(int(match[1]), match[2], entry.read_text(encoding="utf-8")))
+    found.sort(key=lambda m: m.version)
+    versions = [m.version for m in found]
+    if len(set(versions)) != len(versions):
+        raise StorageError(f"duplicate migration versions in {_MIGRATIONS_PACKAGE}: {versions}")
+    return found
+
+
+def migrate(conn: psycopg.Connection) -> list[int]:
+    """Apply the migrations missing from `schema_migrations`, each in its own transaction.
+
+    Runs under a session advisory lock, so replicas starting together apply each one exactly once.
+    Returns the versions applied by this call.
+    """
+    with _autocommit(conn), _advisory_lock(conn, "schema_migrations"):
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            " version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+        return [_apply(conn, m) for m in migrations() if m.version not in done]
+
+
+def _apply(conn: psycopg.Connection, migration: Migration) -> int:
+    label = f"{migration.version:04d}_{migration.name}"
+    try:
+        with conn.transaction():
+            # Without parameters psycopg sends the text as written, so a file may hold many statements.
+            conn.execute(migration.sql.encode())
+            conn.execute(
+                "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
+                (migration.version, migration.name),
+            )
+    except psycopg.OperationalError:
+        raise
+    except psycopg.Error as exc:
+        raise StorageError(f"migration {label} failed: {exc}") from exc
+    logger.info("applied schema migration %s", label)
+    return migration.version
+
+
+@contextlib.contextmanager
+def _autocommit(conn: psycopg.Connection) -> Iterator[None]:
+    """Autocommit for the block, so each `conn.transaction()` is a real transaction."""
+    if conn.info.transaction_status != TransactionStatus.IDLE:
+        raise StorageError("migrate() needs a connection outside any transaction")
+    previous = conn.autocommit
+    conn.autocommit = True
+    try:
+        yield
+    finally:
+        if not conn.closed:
+            conn.autocommit = previous
+
+
+@contextlib.contextmanager
+def _advisory_lock(conn: psycopg.Connection, name: str) -> Iterator[None]:
+    """A session lock; if the connection breaks, the server releases it with the session."""
+    key = advisory_key(name)
+    conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+    try:
+        yield
+    finally:
+        with contextlib.suppress(psycopg.OperationalError):
+            conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+
+
+def advisory_key(name: str) -> int:
+    """A stable signed 64-bit advisory lock key for `name`, namespaced to Flamewatch."""
+    digest = hashlib.blake2b(f"flamewatch:{name}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+# --- day partitions of `profiles` -----------------------------------------------------------------
+
+_known_partitions: set[tuple[str, str]] = set()  # (database identity, partition name)
+
+
+def partition_name(day: date) -> str:
+    return f"profiles_{day:%Y%m%d}"
+
+
+def ensure_day_partition(conn: psycopg.Connection, day_start_ns: int) -> str:
+    """Create the `profiles` partition for the UTC day containing `day_start_ns` if missing.
+
+    Safe when several writers race. Call it before the write transaction, not inside it: creating a
+    partition locks the whole `profiles` table until the transaction that did it ends.
+    Returns the partition's name.
+    """
+    day = _utc_day(day_start_ns)
+    name = partition_name(day)
+    cache_key = (_database_identity(conn), name)
+    if cache_key in _known_partitions:
+        return name
+    start = _day_start_ns(day)
+    create = sql.SQL("CREATE TABLE IF NOT EXISTS {} PARTITION OF profiles FOR VALUES FROM ({}) TO ({})")
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (advisory_key(name),))
+        conn.execute(create.format(sql.Identifier(name), sql.Literal(start), sql.Literal(start + _DAY_NS)))
+    _known_partitions.add(cache_key)
+    return name
+
+
+def drop_partitions_before(conn: psycopg.Connection, day_ns: int) -> list[str]:
+    """Drop every day partition that ends at or before `day_ns`; returns the dropped names."""
+    dropped = []
+    for name, day in day_partitions(conn):
+        if _day_start_ns(day) + _DAY_NS <= day_ns:
+            with conn.transaction():
+                conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(name)))
+            _known_partitions.discard((_database_identity(conn), name))
+            logger.info("dropped partition %s", name)
+            dropped.append(name)
+    return dropped
+
+
+def day_partitions(conn: psycopg.Connection) -> list[tuple[str, date]]:
+    """The `profiles_YYYYMMDD` partitions that exist, oldest first."""
+    rows = conn.execute(
+        "SELECT c.relname FROM pg_inherits i"
+        " JOIN pg_class c ON c.oid = i.inhrelid"
+        " WHERE i.inhparent = 'profiles'::regclass"
+    ).fetchall()
+    found = [(name, _PARTITION_NAME.match(name)) for (name,) in rows]
+    days = [(name, datetime.strptime(m[1], "%Y%m%d").date()) for name, m in found if m]
+    return sorted(days, key=lambda item: item[1])
+
+
+def _utc_day(time_ns: int) -> date:
+    return _EPOCH_DAY + timedelta(days=time_ns // _DAY_NS)
+
+
+def _day_start_ns(day: date) -> int:
+    return (day - _EPOCH_DAY).days * _DAY_NS
+
+
+def _database_identity(conn: psycopg.Connection) -> str:
+    info = conn.info
+    return f"{info.host}:{info.port}/{info.dbname}"

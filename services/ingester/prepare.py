@@ -1,0 +1,43 @@
+"""Turn one pushed pprof and its labels into typed profiles ready for a block, or reject it.
+
+Everything that can be wrong with a push is found here, before anything is written: size limits
+(checked while decompressing, so a gzip bomb stops at the limit), pprof rules, label rules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flamewatch.config import IngestLimits
+from flamewatch.labels.labelset import fingerprint, validate_labels
+from flamewatch.pprof import LimitExceeded, decode, decompress, split, validate
+from flamewatch.storage.block import BlockEntry
+
+NAME_LABEL = "__name__"
+TYPE_LABEL = "__profile_type__"
+SERVICE_LABEL = "service_name"
+DEFAULT_SERVICE = "unknown_service"
+
+
+@dataclass(frozen=True)
+class Prepared:
+    entries: list[BlockEntry]
+    nbytes: int  # decompressed pprof size, what batching counts
+
+
+def prepare(labels: dict[str, str], raw: bytes, limits: IngestLimits, now_ns: int) -> Prepared:
+    if len(raw) > limits.max_compressed_bytes:
+        raise LimitExceeded(f"profile is {len(raw)} bytes, the limit is {limits.max_compressed_bytes}")
+    data = decompress(raw, limits.max_decompressed_bytes)
+    profile = decode(data, limits.max_decompressed_bytes)
+    validate(profile, limits.profile_limits())
+    base = {SERVICE_LABEL: DEFAULT_SERVICE, **labels}
+    time_ns = profile.time_nanos or now_ns
+    entries = []
+    for typed in split(profile, base.get(NAME_LABEL)):
+        series = {**base, NAME_LABEL: typed.profile_type.name, TYPE_LABEL: typed.profile_type.id}
+        validate_labels(series, max_labels=limits.max_labels, max_name_length=limits.max_label_name_length,
+                        max_value_length=limits.max_label_value_length)
+        entries.append(BlockEntry(series, fingerprint(series), typed, time_ns, profile.duration_nanos))
+    return Prepared(entries, len(data))
+

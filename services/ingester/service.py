@@ -1,0 +1,127 @@
+"""The ingester: validate pushes, batch them into blocks, acknowledge once durable.
+
+Inputs: gRPC IngestService.Push and HTTP POST /ingest (a pprof body, labels as query parameters).
+Outputs: block objects in the object store and their index rows in Postgres.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+import grpc
+from fastapi import APIRouter, Request
+from prometheus_client import Counter
+
+from flamewatch.api.flamewatch.v1 import ingest_pb2, ingest_pb2_grpc
+from flamewatch.config import IngesterConfig
+from flamewatch.ingester.batcher import Batcher
+from flamewatch.ingester.prepare import Prepared, prepare
+from flamewatch.ingester.writer import BlockWriter
+from flamewatch.pprof import LimitExceeded
+from flamewatch.rpc.grpc_server import handled
+from flamewatch.rpc.tenant import HEADER, resolve_tenant, tenant_from_metadata
+from flamewatch.storage.objstore import ObjectStore
+from flamewatch.storage.postgres import Database
+from flamewatch.storage.sweeper import sweep_orphans
+
+log = logging.getLogger(__name__)
+
+PROFILES = Counter("flamewatch_ingested_profiles", "Typed profiles stored", ["tenant"])
+BYTES = Counter("flamewatch_ingested_bytes", "Decompressed pprof bytes accepted", ["tenant"])
+REJECTED = Counter("flamewatch_rejected_profiles", "Pushed pprof profiles refused", ["reason"])
+
+Series = list[tuple[dict[str, str], list[tuple[str, bytes]]]]  # labels, [(client id, raw pprof)]
+
+
+class Ingester:
+    def __init__(self, config: IngesterConfig, store: ObjectStore, db: Database):
+        self.config = config
+        self._store, self._db = store, db
+        self._batcher = Batcher(BlockWriter(store, db).write, config.flush_interval_s, config.flush_bytes,
+                                config.max_concurrent_flushes)
+        self._sweeper: asyncio.Task | None = None
+
+    def start(self) -> None:
+        self._batcher.start()
+        self._sweeper = asyncio.create_task(self._sweep_forever(), name="sweeper")
+
+    async def stop(self) -> None:
+        if self._sweeper:
+            self._sweeper.cancel()
+        await self._batcher.close()
+
+    async def push(self, tenant: str, series: Series) -> tuple[int, int]:
+        """Store every profile of the push or none; returns (typed profiles, bytes) once durable."""
+        prepared = await asyncio.to_thread(self._prepare_all, series)
+        entries = [e for p in prepared for e in p.entries]
+        nbytes = sum(p.nbytes for p in prepared)
+        await self._batcher.submit(tenant, entries, nbytes)
+        PROFILES.labels(tenant).inc(len(entries))
+        BYTES.labels(tenant).inc(nbytes)
+        return len(entries), nbytes
+
+    def _prepare_all(self, series: Series) -> list[Prepared]:
+        now = time.time_ns()
+        out = []
+        for labels, samples in series:
+            for client_id, raw in samples:
+                try:
+                    out.append(prepare(labels, raw, self.config.limits, now))
+                except ValueError as exc:
+                    REJECTED.labels(type(exc).__name__).inc()
+                    raise type(exc)(f"{client_id}: {exc}" if client_id else str(exc)) from exc
+        return out
+
+    async def _sweep_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.sweep_interval_s)
+            try:
+                await asyncio.to_thread(sweep_orphans, self._store, self._db,
+                                        grace_ns=int(self.config.orphan_grace_s * 1e9), now_ns=time.time_ns())
+            except Exception as exc:  # noqa: BLE001 - the next round tries again
+                log.warning("sweeping orphaned blocks failed: %s", exc)
+
+
+class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
+    def __init__(self, ingester: Ingester):
+        self._ingester = ingester
+
+    @handled
+    async def Push(self, request: ingest_pb2.PushRequest, context: grpc.aio.ServicerContext):
+        tenant = tenant_from_metadata(context.invocation_metadata())
+        series = [({lp.name: lp.value for lp in s.labels}, [(r.id, r.raw_profile) for r in s.samples])
+                  for s in request.series]
+        profiles, nbytes = await self._ingester.push(tenant, series)
+        return ingest_pb2.PushResponse(profiles=profiles, bytes=nbytes)
+
+
+def http_router(ingester: Ingester) -> APIRouter:
+    router = APIRouter()
+
+    @router.post("/ingest", summary="Push one pprof profile (gzip or raw) as the request body; "
+                 "every query parameter becomes a series label")
+    async def ingest(request: Request) -> dict:
+        tenant = resolve_tenant(request.headers.get(HEADER))
+        labels = dict(request.query_params)
+        body = await _read_body(request, ingester.config.limits.max_compressed_bytes)
+        profiles, nbytes = await ingester.push(tenant, [(labels, [("", body)])])
+        return {"profiles": profiles, "bytes": nbytes}
+
+    return router
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise LimitExceeded(f"request body is larger than {limit} bytes, the limit")
+    if not body:
+        raise ValueError("empty request body: send a pprof profile, e.g. curl --data-binary @cpu.pb.gz")
+    return bytes(body)
+
+
+def register_grpc(ingester: Ingester):
+    return lambda server: ingest_pb2_grpc.add_IngestServiceServicer_to_server(IngestServicer(ingester), server)

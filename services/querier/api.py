@@ -1,0 +1,70 @@
+"""The querier's operations as the APIs see them: parse request values, call the engine, render.
+
+Both the REST routes and the gRPC servicer go through these functions, so the two APIs always
+answer the same question the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from flamewatch.querier.engine import Merged, Querier
+from flamewatch.querier.formats import RENDERERS, diff_renderer, renderer
+from flamewatch.querier.formats.pprof import render_pprof
+from flamewatch.timerange import parse_duration, parse_time, resolve_range
+
+FORMATS = (*RENDERERS, "pprof")
+MAX_NODES_LIMIT = 100_000
+_MIN_STEP_NS = 10 * 10**9
+_POINTS = 120
+
+
+@dataclass(frozen=True)
+class Rendered:
+    merged: Merged
+    body: dict | bytes  # bytes for pprof
+
+
+def time_range(start: str | None, end: str | None) -> tuple[int, int]:
+    return resolve_range(start, end)
+
+
+def step_ns(step: str | None, start: int, end: int) -> int:
+    if step:
+        return parse_duration(step)
+    return max(_MIN_STEP_NS, (end - start) // _POINTS)
+
+
+def check_max_nodes(max_nodes: int | None, default: int) -> int:
+    value = default if not max_nodes else max_nodes
+    if not 1 <= value <= MAX_NODES_LIMIT:
+        raise ValueError(f"max_nodes must be between 1 and {MAX_NODES_LIMIT}, got {value}")
+    return value
+
+
+def query(q: Querier, tenant: str, text: str, start: int, end: int, at: int | None, fmt: str,
+          max_nodes: int) -> Rendered:
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; known formats: {', '.join(FORMATS)}")
+    merged = q.nearest(tenant, text, at) if at is not None else q.merge(tenant, text, start, end)
+    if fmt == "pprof":
+        return Rendered(merged, render_pprof(merged.tree, merged.profile_type))
+    return Rendered(merged, renderer(fmt)(merged.tree, max_nodes))
+
+
+def diff(q: Querier, tenant: str, left: tuple[str, int, int], right: tuple[str, int, int], max_nodes: int) -> dict:
+    lm, rm = q.merge(tenant, *left), q.merge(tenant, *right)
+    if lm.profile_type != rm.profile_type:
+        raise ValueError(f"cannot compare {lm.profile_type.id} with {rm.profile_type.id}: "
+                         "both sides need the same profile type")
+    return diff_renderer("diff")(lm.tree, rm.tree, max_nodes)
+
+
+def optional_time(text: str | None) -> int | None:
+    return parse_time(text) if text else None
+
+
+def group_by(values: Sequence[str] | None) -> list[str]:
+    """group_by may repeat or be comma-separated."""
+    return [g.strip() for v in values or () for g in v.split(",") if g.strip()]

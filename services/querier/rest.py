@@ -1,0 +1,81 @@
+"""The querier's REST/JSON API under /api/v1/ (label, series, totals, merged profiles, diff)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Query
+from fastapi.responses import Response
+
+from flamewatch.pprof.profile_types import ProfileType
+from flamewatch.querier import api
+from flamewatch.querier.engine import Querier
+from flamewatch.rpc.tenant import resolve_tenant
+
+Tenant = Annotated[str | None, Header(alias="X-Scope-OrgID", description="tenant, default anonymous")]
+From = Annotated[str | None, Query(alias="from", description="start: epoch s/ms/ns, RFC 3339 or now-1h")]
+Until = Annotated[str | None, Query(description="end, default now")]
+Match = Annotated[list[str] | None, Query(alias="match[]", description='series selector, e.g. {job="demo"}')]
+
+
+def _type_json(t: ProfileType) -> dict:
+    return {"id": t.id, "name": t.name, "sample_type": t.sample_type, "sample_unit": t.sample_unit,
+            "period_type": t.period_type, "period_unit": t.period_unit}
+
+
+def router(q: Querier) -> APIRouter:
+    r = APIRouter(prefix="/api/v1")
+
+    @r.get("/profile_types", summary="Profile types with data in the range")
+    def profile_types(tenant: Tenant = None, start: From = None, until: Until = None) -> dict:
+        types = q.profile_types(resolve_tenant(tenant), *api.time_range(start, until))
+        return {"status": "success", "data": [_type_json(t) for t in types]}
+
+    @r.get("/labels", summary="Label names of matching series")
+    def labels(tenant: Tenant = None, match: Match = None, start: From = None, until: Until = None) -> dict:
+        names = q.label_names(resolve_tenant(tenant), match or [], *api.time_range(start, until))
+        return {"status": "success", "data": names}
+
+    @r.get("/label/{name}/values", summary="Values of one label across matching series")
+    def label_values(name: str, tenant: Tenant = None, match: Match = None, start: From = None,
+                     until: Until = None) -> dict:
+        values = q.label_values(resolve_tenant(tenant), name, match or [], *api.time_range(start, until))
+        return {"status": "success", "data": values}
+
+    @r.get("/series", summary="Label sets of matching series")
+    def series(tenant: Tenant = None, match: Match = None, start: From = None, until: Until = None) -> dict:
+        found = q.series(resolve_tenant(tenant), match or [], *api.time_range(start, until))
+        return {"status": "success", "data": [s.labels for s in found]}
+
+    @r.get("/query_range", summary="Profile totals per step, from the index")
+    def query_range(query: str, tenant: Tenant = None, start: From = None, until: Until = None,
+                    step: str | None = None, group_by: Annotated[list[str] | None, Query()] = None) -> dict:
+        lo, hi = api.time_range(start, until)
+        points = q.query_range(resolve_tenant(tenant), query, lo, hi, api.step_ns(step, lo, hi),
+                               api.group_by(group_by))
+        return {"series": [{"labels": p.labels,
+                            "points": [[t // 10**6, v] for t, v in zip(p.timestamps.tolist(), p.values.tolist())]}
+                           for p in points]}
+
+    @r.get("/query", summary="Merge of all matching profiles (or the one nearest `time`)")
+    def query(query: str, tenant: Tenant = None, start: From = None, until: Until = None,
+              time: str | None = None, format: str = "flamegraph", max_nodes: int | None = None):
+        lo, hi = api.time_range(start, until)
+        rendered = api.query(q, resolve_tenant(tenant), query, lo, hi, api.optional_time(time), format,
+                             api.check_max_nodes(max_nodes, q.config.default_max_nodes))
+        if isinstance(rendered.body, bytes):
+            return Response(rendered.body, media_type="application/octet-stream", headers={
+                "Content-Disposition": f'attachment; filename="{rendered.merged.profile_type.name}.pb.gz"'})
+        return {"profile_type": rendered.merged.profile_type.id, "profiles": rendered.merged.profiles,
+                format: rendered.body}
+
+    @r.get("/diff", summary="Two merges side by side as one diff flamegraph")
+    def diff(left_query: str, right_query: str, tenant: Tenant = None, left_from: str | None = None,
+             left_until: str | None = None, right_from: str | None = None, right_until: str | None = None,
+             max_nodes: int | None = None) -> dict:
+        left = (left_query, *api.time_range(left_from, left_until))
+        right = (right_query, *api.time_range(right_from, right_until))
+        return {"flamegraph": api.diff(q, resolve_tenant(tenant), left, right,
+                                       api.check_max_nodes(max_nodes, q.config.default_max_nodes))}
+
+    return r

@@ -1,0 +1,89 @@
+"""The querier: label, series, totals and merged-profile queries over gRPC and REST.
+
+Inputs: the Postgres index and block objects (read through a local cache).
+Outputs: QueryService (gRPC) and /api/v1/* (REST/JSON), both served by `api`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+
+from flamewatch.api.flamewatch.v1 import query_pb2, query_pb2_grpc
+from flamewatch.querier import api, convert
+from flamewatch.querier.engine import Querier
+from flamewatch.rpc.grpc_server import handled
+from flamewatch.rpc.tenant import tenant_from_metadata
+
+def _range(r) -> tuple[int, int]:
+    """An unset range means "the last hour", as in the REST API."""
+    if r.start_ns == 0 and r.end_ns == 0:
+        return api.time_range(None, None)
+    if r.start_ns > r.end_ns:
+        raise ValueError(f"range start {r.start_ns} is after its end {r.end_ns}")
+    return r.start_ns, r.end_ns
+
+
+class QueryServicer(query_pb2_grpc.QueryServiceServicer):
+    def __init__(self, querier: Querier):
+        self._q = querier
+
+    async def _call(self, context, fn, *args):
+        return await asyncio.to_thread(fn, tenant_from_metadata(context.invocation_metadata()), *args)
+
+    @handled
+    async def ProfileTypes(self, request, context: grpc.aio.ServicerContext):
+        types = await self._call(context, self._q.profile_types, *_range(request.range))
+        return query_pb2.ProfileTypesResponse(profile_types=[convert.profile_type(t) for t in types])
+
+    @handled
+    async def LabelNames(self, request, context):
+        names = await self._call(context, self._q.label_names, list(request.matchers), *_range(request.range))
+        return query_pb2.LabelNamesResponse(names=names)
+
+    @handled
+    async def LabelValues(self, request, context):
+        values = await self._call(context, self._q.label_values, request.name, list(request.matchers),
+                                  *_range(request.range))
+        return query_pb2.LabelValuesResponse(values=values)
+
+    @handled
+    async def Series(self, request, context):
+        found = await self._call(context, self._q.series, list(request.matchers), *_range(request.range))
+        return query_pb2.SeriesResponse(series=[convert.labels(s.labels) for s in found])
+
+    @handled
+    async def QueryRange(self, request, context):
+        start, end = _range(request.range)
+        step = request.step_ns or api.step_ns(None, start, end)
+        points = await self._call(context, self._q.query_range, request.query, start, end, step,
+                                  api.group_by(request.group_by))
+        return query_pb2.QueryRangeResponse(series=[convert.series_points(p) for p in points])
+
+    @handled
+    async def Query(self, request, context):
+        fmt = convert.FORMAT_NAMES.get(request.format)
+        if fmt is None:
+            raise ValueError(f"unknown format {request.format}")
+        start, end = _range(request.range)
+        max_nodes = api.check_max_nodes(request.max_nodes, self._q.config.default_max_nodes)
+        tenant = tenant_from_metadata(context.invocation_metadata())
+        rendered = await asyncio.to_thread(api.query, self._q, tenant, request.query, start, end,
+                                           request.time_ns or None, fmt, max_nodes)
+        field, make = convert.RESULT_FIELDS[fmt]
+        return query_pb2.QueryResponse(profile_type=convert.profile_type(rendered.merged.profile_type),
+                                       profiles=rendered.merged.profiles, **{field: make(rendered.body)})
+
+    @handled
+    async def Diff(self, request, context):
+        left = (request.left_query, *_range(request.left_range))
+        right = (request.right_query, *_range(request.right_range))
+        max_nodes = api.check_max_nodes(request.max_nodes, self._q.config.default_max_nodes)
+        tenant = tenant_from_metadata(context.invocation_metadata())
+        body = await asyncio.to_thread(api.diff, self._q, tenant, left, right, max_nodes)
+        return query_pb2.DiffResponse(flamegraph=convert.diff(body))
+
+
+def register_grpc(querier: Querier):
+    return lambda server: query_pb2_grpc.add_QueryServiceServicer_to_server(QueryServicer(querier), server)

@@ -1,0 +1,144 @@
+"""Fixtures for the real parts the tests run against: Postgres, MinIO and Go target programs.
+
+Tests declare what they touch with markers, and using a fixture without its marker fails the test:
+
+| fixture | scope | marker | gives |
+|---|---|---|---|
+| `postgres_dsn` | function | `postgres` | `postgresql://` URI of a fresh, empty database (dropped after) |
+| `minio` | session | `s3` | a running `infra.minio.MinioServer` (see below) |
+| `s3_bucket` | function | `s3` | name of a fresh, empty bucket on `minio` (removed after) |
+| `go_target` | function | `go` | "127.0.0.1:PORT" of a freshly started `tests/targets/workload` |
+| `go_profiles` | session | `go` | name -> gzipped pprof: cpu (2 s), heap, allocs, goroutine, mutex, block |
+| `go_profile_files` | session | `go` | name -> Path of the same profiles saved as `<name>.pb.gz` |
+
+`minio` has `endpoint` ("127.0.0.1:PORT"), `access_key`, `secret_key`, `client()`, and `stop()` / `start()`,
+which bring it down and back on the same port with the same data. Postgres is the server named by
+`FLAMEWATCH_TEST_POSTGRES_DSN` when set, else an embedded `pgserver` started once per session.
+"""
+
+import os
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from infra import gotargets, postgres
+from infra.minio import MinioServer
+
+POSTGRES_DSN_ENV = "FLAMEWATCH_TEST_POSTGRES_DSN"
+
+# Fixture -> the marker a test must carry to use it, directly or through another fixture.
+REQUIRED_MARKERS = {
+    "postgres_dsn": "postgres",
+    "_postgres_server": "postgres",
+    "minio": "s3",
+    "s3_bucket": "s3",
+    "go_target": "go",
+    "go_profiles": "go",
+    "go_profile_files": "go",
+    "_go_workload": "go",
+    "_go_capture": "go",
+}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Fail, before anything starts, a test that uses infrastructure it does not declare."""
+    undeclared: dict[str, list[str]] = {}
+    for fixture in getattr(item, "fixturenames", ()):
+        marker = REQUIRED_MARKERS.get(fixture)
+        if marker is not None and item.get_closest_marker(marker) is None:
+            undeclared.setdefault(marker, []).append(fixture)
+    if undeclared:
+        reasons = [f"uses {', '.join(_public_first(fixtures))} but is not marked @pytest.mark.{marker}"
+                   for marker, fixtures in sorted(undeclared.items())]
+        pytest.fail(f"{item.nodeid} " + "; ".join(reasons), pytrace=False)
+
+
+def _public_first(fixtures: list[str]) -> list[str]:
+    """The fixtures a test asked for by name, else the private ones it reached through them."""
+    return sorted(name for name in fixtures if not name.startswith("_")) or sorted(fixtures)
+
+
+def _require_marker(request: pytest.FixtureRequest, marker: str) -> None:
+    """The same check for fixtures requested at run time (`request.getfixturevalue`)."""
+    if request.node.get_closest_marker(marker) is None:
+        pytest.fail(f"fixture '{request.fixturename}' needs @pytest.mark.{marker}", pytrace=False)
+
+
+# Postgres
+
+
+@pytest.fixture(scope="session")
+def _postgres_server() -> Iterator[str]:
+    with postgres.server(os.environ.get(POSTGRES_DSN_ENV)) as admin_dsn:
+        yield admin_dsn
+
+
+@pytest.fixture
+def postgres_dsn(request: pytest.FixtureRequest, _postgres_server: str) -> Iterator[str]:
+    _require_marker(request, "postgres")
+    with postgres.fresh_database(_postgres_server) as dsn:
+        yield dsn
+
+
+# MinIO
+
+
+@pytest.fixture(scope="session")
+def minio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MinioServer]:
+    with MinioServer(tmp_path_factory.mktemp("minio")) as server:
+        yield server
+
+
+@pytest.fixture
+def s3_bucket(request: pytest.FixtureRequest, minio: MinioServer) -> Iterator[str]:
+    _require_marker(request, "s3")
+    name = f"flamewatch-test-{uuid.uuid4().hex[:16]}"
+    minio.create_bucket(name)
+    yield name
+    minio.start()  # a test that stopped MinIO and failed before starting it again
+    minio.remove_bucket(name)
+
+
+# Go targets
+
+
+@pytest.fixture(scope="session")
+def _go_workload() -> Path:
+    return gotargets.build("workload")
+
+
+@pytest.fixture
+def go_target(request: pytest.FixtureRequest, _go_workload: Path, tmp_path: Path) -> Iterator[str]:
+    _require_marker(request, "go")
+    with gotargets.GoTarget(_go_workload, tmp_path / "workload.log") as target:
+        yield target.addr
+
+
+@dataclass(frozen=True)
+class _Capture:
+    profiles: dict[str, bytes]
+    files: dict[str, Path]
+
+
+@pytest.fixture(scope="session")
+def _go_capture(_go_workload: Path, tmp_path_factory: pytest.TempPathFactory) -> _Capture:
+    directory = tmp_path_factory.mktemp("go-profiles")
+    with gotargets.GoTarget(_go_workload, directory / "workload.log") as target:
+        profiles = gotargets.capture_profiles(target.addr, cpu_seconds=2)
+    files = {name: directory / f"{name}.pb.gz" for name in profiles}
+    for name, data in profiles.items():
+        files[name].write_bytes(data)
+    return _Capture(profiles, files)
+
+
+@pytest.fixture(scope="session")
+def go_profiles(_go_capture: _Capture) -> dict[str, bytes]:
+    return dict(_go_capture.profiles)
+
+
+@pytest.fixture(scope="session")
+def go_profile_files(_go_capture: _Capture) -> dict[str, Path]:
+    return dict(_go_capture.files)

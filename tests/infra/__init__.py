@@ -1,0 +1,15 @@
+"""Helpers that start and drive the real parts the tests run against.
+
+`tests/conftest.py` turns these into fixtures. Each module owns one part:
+
+- `ports`: free TCP ports on the loopback interface.
+- `postgres`: a Postgres server (given by DSN or embedded via `pgserver`) and fresh databases on it.
+- `minio`: a MinIO server process that can be stopped and started again on the same port.
+- `gotargets`: building, running and scraping the Go programs under `tests/targets/`.
+- `gotool`: reading pprof files with `go tool pprof`, independently of Flamewatch's own decoder.
+"""
+
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CACHE_DIR = REPO_ROOT / ".cache"

@@ -1,0 +1,3 @@
+module flamewatch/tests/targets/workload
+
+go 1.22

@@ -26,11 +26,12 @@ from types import ModuleType
 from typing import ClassVar
 
 import psycopg
-from flamewatch.storage.errors import StorageConfigError, StorageError, StorageUnavailable
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.pq import TransactionStatus
 from psycopg_pool import ConnectionPool
+
+from flamewatch.storage.errors import StorageConfigError, StorageError, StorageUnavailable
 
 logger = logging.getLogger(__name__)
 

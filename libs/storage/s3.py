@@ -15,11 +15,12 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import urllib3
-from flamewatch.storage.errors import ObjectNotFound, StorageConfigError, StorageError, StorageUnavailable
-from flamewatch.storage.objstore import ObjectInfo, S3Config, check_key, check_prefix
 from minio import Minio
 from minio.error import InvalidResponseError, MinioException, S3Error, ServerError
 from minio.helpers import MAX_PART_SIZE, MIN_PART_SIZE
+
+from flamewatch.storage.errors import ObjectNotFound, StorageConfigError, StorageError, StorageUnavailable
+from flamewatch.storage.objstore import ObjectInfo, S3Config, check_key, check_prefix
 
 CONNECT_TIMEOUT_S = 2.0
 READ_TIMEOUT_S = 10.0  # between two reads of one response (and PUT body → reply), not the whole body

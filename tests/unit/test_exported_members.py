@@ -1,0 +1,13 @@
+"""The public surface of the packages other code builds on is pinned here."""
+
+import flamewatch.pprof
+
+
+def test_pprof_exports():
+    assert sorted(flamewatch.pprof.__all__) == [
+        "DecodeError", "Functions", "InvalidProfile", "LimitExceeded", "Locations", "Mappings", "PprofError",
+        "Profile", "ProfileLimits", "ProfileType", "Samples", "TypedProfile", "decode", "decompress", "encode",
+        "profile_name", "split", "validate",
+    ]
+    for name in flamewatch.pprof.__all__:
+        assert getattr(flamewatch.pprof, name) is not None

@@ -13,7 +13,7 @@ import numpy as np
 
 from flamewatch.pprof.model import Profile
 
-_PART = re.compile(r"^[A-Za-z0-9_.\-]+$")
+_PART = re.compile(r"[A-Za-z0-9_.\-]+")
 
 # The profile name implied by the period type when the sender gave none.
 _NAME_BY_PERIOD_TYPE = {"cpu": "process_cpu", "space": "memory", "goroutine": "goroutine", "wall": "wall"}
@@ -41,7 +41,7 @@ class ProfileType:
     @classmethod
     def parse(cls, text: str) -> ProfileType:
         parts = text.split(":")
-        if len(parts) != 5 or not all(_PART.match(p) for p in parts):
+        if len(parts) != 5 or not all(_PART.fullmatch(p) for p in parts):
             raise ValueError(
                 f'invalid profile type "{text}": expected name:sample_type:sample_unit:period_type:period_unit, '
                 "for example process_cpu:cpu:nanoseconds:cpu:nanoseconds"

@@ -55,7 +55,10 @@ def _check_strings(p: Profile) -> None:
         "mapping file name": p.mappings.filename,
         "mapping build id": p.mappings.build_id,
         "comment": p.comments,
-        "drop_frames": np.array([p.drop_frames, p.keep_frames, p.default_sample_type, p.doc_url]),
+        "drop_frames": np.array([p.drop_frames]),
+        "keep_frames": np.array([p.keep_frames]),
+        "default_sample_type": np.array([p.default_sample_type]),
+        "doc_url": np.array([p.doc_url]),
     }
     for what, idx in refs.items():
         bad = (idx < 0) | (idx >= n)

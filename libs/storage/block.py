@@ -28,7 +28,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from flamewatch.pprof.profile_types import TypedProfile
-from flamewatch.storage.frames import Frames, build_stack_tree, expand_ranges, profile_frames
+from flamewatch.storage.frames import (
+    Frames,
+    build_stack_tree,
+    expand_ranges,
+    forest_depths,
+    profile_frames,
+    unique_rows,
+)
 
 FORMAT_VERSION = 1
 _META_KEY = b"flamewatch.block"
@@ -117,13 +124,13 @@ class _Symbols:
         string_base = np.cumsum([0] + [len(p.strings) for p in sources])
         fn_rows, fn_keys = _stack_rows([_function_keys(p, string_map[b:]) for p, b in zip(sources, string_base)])
         mp_rows, mp_keys = _stack_rows([_mapping_keys(p, string_map[b:]) for p, b in zip(sources, string_base)])
-        fn_unique, fn_global = np.unique(fn_keys, axis=0, return_inverse=True)
-        mp_unique, mp_global = np.unique(mp_keys, axis=0, return_inverse=True)
+        fn_unique, fn_global = unique_rows(fn_keys)
+        mp_unique, mp_global = unique_rows(mp_keys)
         loc_keys = np.concatenate([
             _frame_keys(f, fn_global.reshape(-1)[fb:], mp_global.reshape(-1)[mb:])
             for f, fb, mb in zip(frames, fn_rows, mp_rows)
         ]) if frames else np.zeros((0, 4), np.int64)
-        loc_unique, loc_global = np.unique(loc_keys, axis=0, return_inverse=True)
+        loc_unique, loc_global = unique_rows(loc_keys)
         loc_global = loc_global.reshape(-1)
         frame_base = np.cumsum([0] + [len(f.function) for f in frames])
         return _Symbols(
@@ -314,7 +321,7 @@ class BlockReader:
         return self._read("functions", ["function_name", "function_system_name", "function_filename",
                                         "function_start_line"])
 
-    def location_names(self) -> np.ndarray:
+    def _location_names(self) -> np.ndarray:
         """Function name of each location; unsymbolized locations are shown by address."""
         function = self._locations.column("location_function").to_numpy()
         name_index = self._functions.column("function_name").to_numpy()
@@ -326,11 +333,20 @@ class BlockReader:
         return names
 
     @cached_property
+    def node_depth(self) -> np.ndarray:
+        """Depth of each node (the root is 0), computed once per block."""
+        return forest_depths(self.node_parent)
+
+    @cached_property
+    def location_names(self) -> np.ndarray:
+        return self._location_names()
+
+    @cached_property
     def node_names(self) -> np.ndarray:
         """Function name per stack node (the root is "total")."""
         names = np.empty(len(self.node_parent), object)
         names[0] = "total"
-        names[1:] = self.location_names()[self.node_location[1:]]
+        names[1:] = self.location_names[self.node_location[1:]]
         return names
 
     def location_table(self) -> dict[str, np.ndarray]:
@@ -343,7 +359,7 @@ class BlockReader:
             out = self.strings[idx[safe]] if len(idx) else np.full(len(function), "", object)
             return np.where(function >= 0, out, "")
         return {
-            "name": self.location_names(),
+            "name": self.location_names,
             "system_name": string_col("function_system_name"),
             "filename": string_col("function_filename"),
             "line": loc.column("location_line").to_numpy(),

@@ -68,6 +68,17 @@ def profile_frames(p: Profile) -> Frames:
     )
 
 
+def forest_depths(parent: np.ndarray) -> np.ndarray:
+    """Depth of every node of a forest (roots have parent -1), by pointer jumping: O(n log depth)."""
+    is_root = parent < 0
+    jump = np.where(is_root, np.arange(len(parent)), parent)
+    depth = (~is_root).astype(np.int64)
+    while not is_root[jump].all():
+        depth = depth + depth[jump]
+        jump = jump[jump]
+    return depth
+
+
 @dataclass(frozen=True, eq=False)
 class StackTree:
     parent: np.ndarray  # int64, node 0 is the root with parent -1
@@ -91,3 +102,19 @@ def build_stack_tree(offsets: np.ndarray, frames: np.ndarray, n_frames: int) -> 
         node[live] = count + inverse
         count += len(unique)
     return StackTree(np.concatenate(parents), np.concatenate(labels), node)
+
+
+def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct rows of an int64 matrix and each row's index among them (like np.unique(axis=0), but
+    rows are hashed to one uint64 and sorted once; a hash collision falls back to the exact method)."""
+    if len(rows) == 0:
+        return rows, np.zeros(0, np.int64)
+    h = np.full(len(rows), 0x9E3779B97F4A7C15, np.uint64)
+    for column in rows.T.astype(np.uint64):
+        h = (h ^ column) * np.uint64(0xBF58476D1CE4E5B9)
+        h ^= h >> np.uint64(31)
+    _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
+    if not (rows[first][inverse] == rows).all():
+        unique, inverse = np.unique(rows, axis=0, return_inverse=True)
+        return unique, inverse.reshape(-1)
+    return rows[first], inverse.reshape(-1)

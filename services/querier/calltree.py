@@ -17,6 +17,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from flamewatch.storage.frames import forest_depths as parent_depths
+
 ROOT_NAME = "total"
 OTHER_NAME = "other"
 
@@ -38,12 +40,16 @@ class CallTree:
 class TreePart:
     """One block's stack tree with the values of the selected profiles summed per node.
 
-    parent[i] < i and node 0 is the root; `key` is each node's frame name (the root's is ignored).
+    parent[i] < i and node 0 is the root; `key` is each node's frame name (the root's is ignored), or,
+    when `names` is given, each node's index into that table. Blocks pass indices and their depths:
+    both are fixed per block and cached, so a query does not re-intern millions of per-node strings.
     """
 
     parent: np.ndarray
     key: np.ndarray
     self_value: np.ndarray
+    names: np.ndarray | None = None
+    depth: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -55,17 +61,6 @@ class Layout:
 
 
 # --- depth and levels ---------------------------------------------------------------------------------
-
-
-def parent_depths(parent: np.ndarray) -> np.ndarray:
-    """Depth of every node of a forest (roots have parent -1), by pointer jumping: O(n log depth)."""
-    is_root = parent < 0
-    jump = np.where(is_root, np.arange(len(parent)), parent)
-    depth = (~is_root).astype(np.int64)
-    while not is_root[jump].all():
-        depth = depth + depth[jump]
-        jump = jump[jump]
-    return depth
 
 
 def depth_levels(depth: np.ndarray) -> list[np.ndarray]:
@@ -140,7 +135,7 @@ def merge_trees(parts: Sequence[TreePart]) -> CallTree:
     """
     dtype = np.result_type(np.int64, *(p.self_value.dtype for p in parts))
     columns = [np.asarray(p.self_value, dtype)[:, None] for p in parts]
-    return _merge([p.parent for p in parts], [p.key for p in parts], columns, dtype)[0]
+    return _merge(parts, columns, dtype)[0]
 
 
 def align_trees(trees: Sequence[CallTree]) -> tuple[CallTree, np.ndarray]:
@@ -150,8 +145,8 @@ def align_trees(trees: Sequence[CallTree]) -> tuple[CallTree, np.ndarray]:
     """
     dtype = np.result_type(np.int64, *(t.self_value.dtype for t in trees))
     columns = [_one_hot_column(t.self_value.astype(dtype), i, len(trees)) for i, t in enumerate(trees)]
-    keys = [np.asarray(t.names, dtype=object)[t.name] for t in trees]
-    return _merge([t.parent for t in trees], keys, columns, dtype)
+    parts = [TreePart(t.parent, t.name, t.self_value, names=np.asarray(t.names, dtype=object)) for t in trees]
+    return _merge(parts, columns, dtype)
 
 
 def _one_hot_column(values: np.ndarray, column: int, width: int) -> np.ndarray:
@@ -161,18 +156,22 @@ def _one_hot_column(values: np.ndarray, column: int, width: int) -> np.ndarray:
 
 
 def _merge(
-    parents: Sequence[np.ndarray], keys: Sequence[np.ndarray], columns: Sequence[np.ndarray], dtype: np.dtype
+    parts: Sequence[TreePart], columns: Sequence[np.ndarray], dtype: np.dtype
 ) -> tuple[CallTree, np.ndarray]:
     """The merged tree and its per-node value columns; the tree's self value is the columns' sum."""
-    if not parents:
+    if not parts:
         return _root_only(dtype), np.zeros((1, 0), dtype)
-    parent = _concat_forest(parents)
+    parent = _concat_forest([p.parent for p in parts])
     values = np.concatenate(columns)
-    by_depth = depth_levels(parent_depths(parent))
+    known = all(p.depth is not None for p in parts)
+    by_depth = depth_levels(np.concatenate([p.depth for p in parts]) if known else parent_depths(parent))
     keep = subtree_sums(parent, by_depth, (values != 0).any(axis=1).astype(np.int64)) > 0
     keep[by_depth[0]] = True
     by_depth = [level[keep[level]] for level in by_depth]
-    names, name_id = _intern_kept(keys, keep, by_depth[0])
+    if all(p.names is not None for p in parts):
+        names, name_id = _intern_tables(parts, by_depth[0])
+    else:
+        names, name_id = _intern_kept([p.key for p in parts], keep, by_depth[0])
     m_parent, m_name, ids = _merge_paths(parent, name_id, by_depth, len(names))
     merged = np.zeros((len(m_parent), values.shape[1]), dtype)
     kept = np.flatnonzero(keep)
@@ -186,6 +185,17 @@ def _concat_forest(parents: Sequence[np.ndarray]) -> np.ndarray:
     offsets = np.repeat(np.cumsum(sizes) - sizes, sizes)
     parent = np.concatenate(parents).astype(np.int64)
     return np.where(parent < 0, -1, parent + offsets)
+
+
+def _intern_tables(parts: Sequence[TreePart], roots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Name ids when every part indexes its own name table: intern the small tables, not the nodes."""
+    tables = [np.asarray(p.names, dtype=object) for p in parts]
+    names, ids = intern(np.append(np.concatenate(tables), ROOT_NAME))
+    base = np.cumsum([0] + [len(t) for t in tables])
+    name_id = np.concatenate([ids[b + np.maximum(np.asarray(p.key, np.int64), 0)] if len(t) else
+                              np.full(len(p.key), ids[-1]) for p, t, b in zip(parts, tables, base)])
+    name_id[roots] = ids[-1]
+    return names, name_id
 
 
 def _intern_kept(keys: Sequence[np.ndarray], keep: np.ndarray, roots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -116,7 +116,8 @@ class Querier:
             pick = np.flatnonzero(rows.block_id == block_id)
             reader = readers[key]
             values = reader.node_values(rows.row[pick], None if weights is None else weights[pick])
-            parts.append(TreePart(reader.node_parent, reader.node_names, values))
+            parts.append(TreePart(reader.node_parent, reader.node_location, values, names=reader.location_names,
+                                  depth=reader.node_depth))
         return merge_trees(parts)
 
 

@@ -16,6 +16,7 @@ from flamewatch.querier.engine import Querier
 from flamewatch.rpc.grpc_server import handled
 from flamewatch.rpc.tenant import tenant_from_metadata
 
+
 def _range(r) -> tuple[int, int]:
     """An unset range means "the last hour", as in the REST API."""
     if r.start_ns == 0 and r.end_ns == 0:

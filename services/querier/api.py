@@ -37,7 +37,7 @@ def step_ns(step: str | None, start: int, end: int) -> int:
 
 
 def check_max_nodes(max_nodes: int | None, default: int) -> int:
-    value = default if not max_nodes else max_nodes
+    value = max_nodes or default
     if not 1 <= value <= MAX_NODES_LIMIT:
         raise ValueError(f"max_nodes must be between 1 and {MAX_NODES_LIMIT}, got {value}")
     return value

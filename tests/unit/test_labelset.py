@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from flamewatch.labels.errors import InvalidLabelError, LabelError
 from flamewatch.labels.labelset import fingerprint, is_valid_label_name, parse_label_args, validate_labels
 

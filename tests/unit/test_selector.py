@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
+
 from flamewatch.labels.errors import LabelError, SelectorError
 from flamewatch.labels.selector import Matcher, Query, parse_query, parse_selector, quote
 

@@ -73,18 +73,19 @@ def wait_ready(url: str, proc: subprocess.Popen, log: Path) -> None:
     raise SystemExit(f"{url} not ready:\n{log.read_text()}")
 
 
-async def push_all(address: str, payloads: list[bytes], concurrency: int) -> tuple[int, int, float]:
-    queue: asyncio.Queue[bytes] = asyncio.Queue()
-    for p in payloads:
-        queue.put_nowait(p)
+async def push_all(address: str, payloads: list[bytes], concurrency: int, batch: int) -> tuple[int, int, float]:
+    """Push like a fleet: `concurrency` clients, each push carrying `batch` pprofs of distinct pods."""
+    queue: asyncio.Queue[list[tuple[int, bytes]]] = asyncio.Queue()
+    for i in range(0, len(payloads), batch):
+        queue.put_nowait(list(enumerate(payloads[i:i + batch], i)))
     totals = [0, 0]
 
     async def worker(stub) -> None:
         while not queue.empty():
-            raw = queue.get_nowait()
             request = ingest_pb2.PushRequest(series=[ingest_pb2.RawProfileSeries(
-                labels=[{"name": "service_name", "value": "bench"}, {"name": "__name__", "value": "process_cpu"}],
-                samples=[ingest_pb2.RawSample(raw_profile=raw)])])
+                labels=[{"name": "service_name", "value": "bench"}, {"name": "__name__", "value": "process_cpu"},
+                        {"name": "pod", "value": f"pod-{i % 50}"}],
+                samples=[ingest_pb2.RawSample(raw_profile=raw)]) for i, raw in queue.get_nowait()])
             reply = await stub.Push(request, timeout=60)
             totals[0] += reply.profiles
             totals[1] += reply.bytes
@@ -113,7 +114,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--profiles", type=int, default=10_000, help="CPU pprofs to ingest (>= 1000)")
     parser.add_argument("--samples", type=int, default=1000, help="samples drawn per synthetic profile")
-    parser.add_argument("--concurrency", type=int, default=8, help="concurrent gRPC pushers")
+    parser.add_argument("--concurrency", type=int, default=16, help="concurrent gRPC pushers")
+    parser.add_argument("--batch", type=int, default=4, help="pprofs per push")
     parser.add_argument("--runs", type=int, default=5, help="runs per latency figure (median)")
     args = parser.parse_args()
     print(f"machine: {os.cpu_count()} cores; python {sys.version.split()[0]}")
@@ -143,8 +145,9 @@ def main() -> None:
         try:
             wait_ready(f"http://127.0.0.1:{ports[0]}", ingester, tmp_path / "ingester.log")
             wait_ready(f"http://127.0.0.1:{ports[2]}", querier, tmp_path / "querier.log")
-            stored, nbytes, seconds = asyncio.run(push_all(f"127.0.0.1:{ports[1]}", payloads, args.concurrency))
-            print(f"ingest: {args.profiles} pprofs ({stored} typed profiles, {nbytes / 1e6:.0f} MB decompressed) "
+            stored, nbytes, seconds = asyncio.run(push_all(f"127.0.0.1:{ports[1]}", payloads, args.concurrency,
+                                                          args.batch))
+            print(f"ingest ({args.concurrency} clients x {args.batch} pprofs per push): {args.profiles} pprofs ({stored} typed profiles, {nbytes / 1e6:.0f} MB decompressed) "
                   f"in {seconds:.1f} s over gRPC, durable: {nbytes / 1e6 / seconds:.1f} MB/s, "
                   f"{args.profiles / seconds:.0f} pprofs/s, {stored / seconds:.0f} typed profiles/s")
             url = f"http://127.0.0.1:{ports[2]}"

@@ -201,9 +201,8 @@ def encode_varints(values: np.ndarray) -> bytes:
 def concat(parts: list[Tokens]) -> Tokens:
     """Fields of the same messages, one part after the other within each owner."""
     owner = np.concatenate([p.owner for p in parts])
-    rank = np.concatenate([np.full(len(p.owner), i) for i, p in enumerate(parts)])
-    seq = np.arange(len(owner))
-    order = np.lexsort((seq, rank, owner))
+    # Each part is sorted by owner, so a stable sort merges the runs and keeps part order within an owner.
+    order = np.argsort(owner, kind="stable")
     return Tokens(owner[order], np.concatenate([p.token for p in parts])[order])
 
 
@@ -240,7 +239,6 @@ def _wrap(number: int, inner: Tokens, parent: np.ndarray, n_inner: int, skip_emp
     head[0::2] = number << 3 | WIRE_LEN
     head[1::2] = sizes[keep]
     msg = np.concatenate([head_owner, inner.owner])
-    rank = np.concatenate([np.zeros(len(head_owner)), np.ones(len(inner.owner))])
-    order = np.lexsort((np.arange(len(msg)), rank, msg))
+    order = np.argsort(msg, kind="stable")  # heads come first in the concatenation, so first per message
     tokens = np.concatenate([head, inner.token])[order]
     return Tokens(np.asarray(parent, np.int64)[msg[order]], tokens)

@@ -147,7 +147,8 @@ def main() -> None:
             wait_ready(f"http://127.0.0.1:{ports[2]}", querier, tmp_path / "querier.log")
             stored, nbytes, seconds = asyncio.run(push_all(f"127.0.0.1:{ports[1]}", payloads, args.concurrency,
                                                           args.batch))
-            print(f"ingest ({args.concurrency} clients x {args.batch} pprofs per push): {args.profiles} pprofs ({stored} typed profiles, {nbytes / 1e6:.0f} MB decompressed) "
+            print(f"ingest ({args.concurrency} clients x {args.batch} pprofs per push): {args.profiles} pprofs "
+                  f"({stored} typed profiles, {nbytes / 1e6:.0f} MB decompressed) "
                   f"in {seconds:.1f} s over gRPC, durable: {nbytes / 1e6 / seconds:.1f} MB/s, "
                   f"{args.profiles / seconds:.0f} pprofs/s, {stored / seconds:.0f} typed profiles/s")
             url = f"http://127.0.0.1:{ports[2]}"

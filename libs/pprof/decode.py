@@ -51,8 +51,9 @@ def decode(data: bytes, max_bytes: int = 64 << 20) -> Profile:
     try:
         envelope.ParseFromString(raw)
     except ProtobufDecodeError as exc:
-        raise DecodeError("not a pprof profile: the data is neither gzip-compressed nor a valid protobuf message") \
-            from exc
+        what = "the decompressed data is" if data.startswith(_GZIP_MAGIC) else \
+            "the data is neither gzip-compressed nor"
+        raise DecodeError(f"not a pprof profile: {what} a valid protobuf message") from exc
     if not raw:
         raise DecodeError("empty profile")
     return Profile(

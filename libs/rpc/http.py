@@ -12,6 +12,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from flamewatch.rpc.errors import message_of, status_of
+from flamewatch.storage.errors import StorageError
 
 log = logging.getLogger(__name__)
 
@@ -23,14 +24,19 @@ def error_response(exc: BaseException) -> JSONResponse:
     return JSONResponse({"error": message_of(exc)}, status_code=status.http_status)
 
 
+async def _expected_error(_: Request, exc: Exception) -> JSONResponse:
+    return error_response(exc)
+
+
 def build_app(routers: Sequence[APIRouter], ready: Callable[[], bool]) -> FastAPI:
     app = FastAPI(title="Flamewatch", docs_url="/api/docs", openapi_url="/api/openapi.json")
     for router in routers:
         app.include_router(router)
 
-    @app.exception_handler(Exception)
-    async def _any(_: Request, exc: Exception) -> JSONResponse:
-        return error_response(exc)
+    # Expected failures get their answer here. Anything else reaches the server's error middleware,
+    # which answers 500 and logs the traceback: a bug should be loud.
+    for kind in (ValueError, LookupError, StorageError):
+        app.add_exception_handler(kind, _expected_error)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:

@@ -30,14 +30,19 @@ def time_range(start: str | None, end: str | None) -> tuple[int, int]:
     return resolve_range(start, end)
 
 
-def step_ns(step: str | None, start: int, end: int) -> int:
-    if step:
+def step_ns(step: str | int | None, start: int, end: int) -> int:
+    """A duration text (REST) or nanoseconds (gRPC); unset means about 120 points over the range."""
+    if isinstance(step, int) and step < 0:
+        raise ValueError(f"step must be positive, got {step} ns")
+    if isinstance(step, str) and step:
         return parse_duration(step)
+    if step:
+        return step
     return max(_MIN_STEP_NS, (end - start) // _POINTS)
 
 
 def check_max_nodes(max_nodes: int | None, default: int) -> int:
-    value = max_nodes or default
+    value = default if max_nodes is None else max_nodes
     if not 1 <= value <= MAX_NODES_LIMIT:
         raise ValueError(f"max_nodes must be between 1 and {MAX_NODES_LIMIT}, got {value}")
     return value

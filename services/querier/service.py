@@ -57,7 +57,7 @@ class QueryServicer(query_pb2_grpc.QueryServiceServicer):
     @handled
     async def QueryRange(self, request, context):
         start, end = _range(request.range)
-        step = request.step_ns or api.step_ns(None, start, end)
+        step = api.step_ns(request.step_ns, start, end)
         points = await self._call(context, self._q.query_range, request.query, start, end, step,
                                   api.group_by(request.group_by))
         return query_pb2.QueryRangeResponse(series=[convert.series_points(p) for p in points])
@@ -68,7 +68,7 @@ class QueryServicer(query_pb2_grpc.QueryServiceServicer):
         if fmt is None:
             raise ValueError(f"unknown format {request.format}")
         start, end = _range(request.range)
-        max_nodes = api.check_max_nodes(request.max_nodes, self._q.config.default_max_nodes)
+        max_nodes = api.check_max_nodes(request.max_nodes or None, self._q.config.default_max_nodes)
         tenant = tenant_from_metadata(context.invocation_metadata())
         rendered = await asyncio.to_thread(api.query, self._q, tenant, request.query, start, end,
                                            request.time_ns or None, fmt, max_nodes)
@@ -80,7 +80,7 @@ class QueryServicer(query_pb2_grpc.QueryServiceServicer):
     async def Diff(self, request, context):
         left = (request.left_query, *_range(request.left_range))
         right = (request.right_query, *_range(request.right_range))
-        max_nodes = api.check_max_nodes(request.max_nodes, self._q.config.default_max_nodes)
+        max_nodes = api.check_max_nodes(request.max_nodes or None, self._q.config.default_max_nodes)
         tenant = tenant_from_metadata(context.invocation_metadata())
         body = await asyncio.to_thread(api.diff, self._q, tenant, left, right, max_nodes)
         return query_pb2.DiffResponse(flamegraph=convert.diff(body))

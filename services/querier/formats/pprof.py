@@ -18,8 +18,7 @@ from flamewatch.querier.calltree import CallTree, as_int
 
 def render_pprof(tree: CallTree, profile_type: ProfileType, period: int = 0) -> bytes:
     values = as_int(tree.self_value)
-    leaves = np.flatnonzero(values != 0)
-    leaves = leaves[leaves != 0]
+    leaves = np.flatnonzero(values != 0)  # the root's own value is a sample with an empty stack
     names = np.asarray(tree.names, dtype=object)
     strings = np.concatenate([np.array(["", profile_type.sample_type, profile_type.sample_unit,
                                         profile_type.period_type, profile_type.period_unit], object), names])
@@ -49,8 +48,8 @@ def render_pprof(tree: CallTree, profile_type: ProfileType, period: int = 0) -> 
 def _stacks(parent: np.ndarray, name: np.ndarray, leaves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(sample, name index) pairs, grouped by sample, leaf first."""
     owners, frames, rounds = [], [], []
-    current = leaves.copy()
-    sample = np.arange(len(leaves))
+    below_root = leaves > 0
+    current, sample = leaves[below_root], np.flatnonzero(below_root)
     step = 0
     while len(current):
         owners.append(sample)

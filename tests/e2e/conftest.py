@@ -1,0 +1,74 @@
+"""The e2e cluster: `flamewatch ingester` and `flamewatch querier` as separate processes on free ports.
+
+| fixture | scope | markers | gives |
+|---|---|---|---|
+| `e2e_storage` | module | `postgres`, `s3` | a fresh database and a fresh bucket shared by the module's services |
+| `cluster` | module | `e2e`, `postgres`, `s3` | a started `e2e.cluster.Cluster` on `e2e_storage` |
+
+A `Cluster` exposes `ingester_url`, `querier_url`, `ingester_grpc`, `querier_grpc` ("127.0.0.1:PORT"),
+an HTTP client (`http`), gRPC stubs (`ingest`, `query`), `restart_ingester()`, `restart_querier()`,
+`add_ingester(name, *flags)` for an extra ingester with its own flags on the same storage, `stop()`,
+and the storage helpers `counts()` (rows in profiles, series, blocks), `blocks()` and `objects()`
+(keys in the bucket). The services flush every 0.2 s. At the end of the module they must exit 0 on
+SIGTERM.
+
+Every service writes its log to a file; when a test that uses a cluster fails, the part of each log
+written during the test is added to the failure report.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from e2e.cluster import Cluster, Storage
+from infra import postgres
+from infra.minio import MinioServer
+
+_MARKS = pytest.StashKey[list]()
+
+
+@pytest.fixture(scope="module")
+def e2e_storage(_postgres_server: str, minio: MinioServer) -> Iterator[Storage]:
+    """A fresh database and bucket for one module's services (module-scoped `postgres_dsn` + `s3_bucket`)."""
+    bucket = f"flamewatch-e2e-{uuid.uuid4().hex[:16]}"
+    with postgres.fresh_database(_postgres_server) as dsn:
+        minio.create_bucket(bucket)
+        try:
+            yield Storage(dsn, minio, bucket)
+        finally:
+            minio.start()  # a test that stopped MinIO and failed before starting it again
+            minio.remove_bucket(bucket)
+
+
+@pytest.fixture(scope="module")
+def cluster(e2e_storage: Storage, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    c = Cluster(e2e_storage, tmp_path_factory.mktemp("cluster"))
+    try:
+        c.start()
+        yield c
+    finally:
+        codes = c.stop()
+    unclean = {name: code for name, code in codes.items() if code not in (0, None)}
+    assert not unclean, f"services did not exit cleanly on SIGTERM: {unclean}\n{c.logs_since({})}"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if "cluster" in getattr(item, "fixturenames", ()) and item.get_closest_marker("e2e") is None:
+        pytest.fail(f"{item.nodeid} uses cluster but is not marked @pytest.mark.e2e", pytrace=False)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    outcome = yield
+    report = outcome.get_result()
+    clusters = [v for v in getattr(item, "funcargs", {}).values() if isinstance(v, Cluster)]
+    if call.when == "setup":
+        item.stash[_MARKS] = [c.log_marks() for c in clusters]
+    elif report.failed and clusters:
+        marks = item.stash.get(_MARKS, [{} for _ in clusters])
+        for i, (c, m) in enumerate(zip(clusters, marks, strict=True)):
+            report.sections.append((f"flamewatch service logs (cluster {i})", c.logs_since(m)))
+

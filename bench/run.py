@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gzip
 import os
 import statistics
 import subprocess
@@ -25,6 +26,7 @@ from pathlib import Path
 
 import grpc
 import httpx
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "tests")]
@@ -36,6 +38,7 @@ from profiles import make_profile, make_program  # noqa: E402
 
 from flamewatch.api.flamewatch.v1 import ingest_pb2, ingest_pb2_grpc  # noqa: E402
 from flamewatch.pprof import decode, decompress  # noqa: E402
+from flamewatch.pprof.wire import encode_varints  # noqa: E402
 
 CPU = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
 
@@ -52,6 +55,11 @@ def bench_decode(runs: int) -> None:
     print(f"decode: {len(data) / 1e6:.1f} MB pprof, {len(profile.samples)} samples, "
           f"{len(profile.locations)} locations: median {1e3 * statistics.median(times):.1f} ms "
           f"({len(data) / 1e6 / statistics.median(times):.0f} MB/s)")
+
+
+def at_time(raw: bytes, time_ns: int) -> bytes:
+    """The profile with time_nanos set: a scalar field appended again wins over the earlier value."""
+    return gzip.compress(raw + bytes([9 << 3]) + encode_varints(np.array([time_ns], np.uint64)), compresslevel=1)
 
 
 def start(args: list[str], log: Path) -> subprocess.Popen:
@@ -114,6 +122,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--profiles", type=int, default=10_000, help="CPU pprofs to ingest (>= 1000)")
     parser.add_argument("--samples", type=int, default=1000, help="samples drawn per synthetic profile")
+    parser.add_argument("--distinct", type=int, default=200, help="distinct synthetic profiles to cycle through")
     parser.add_argument("--concurrency", type=int, default=16, help="concurrent gRPC pushers")
     parser.add_argument("--batch", type=int, default=4, help="pprofs per push")
     parser.add_argument("--runs", type=int, default=5, help="runs per latency figure (median)")
@@ -125,9 +134,11 @@ def main() -> None:
     now = time.time_ns()
     start_ns = now - 3600 * 10**9
     spacing = 3600 * 10**9 // args.profiles
-    payloads = [make_profile(program, i, args.samples, start_ns + i * spacing) for i in range(args.profiles)]
-    raw_mb = sum(len(decompress(p, 1 << 30)) for p in payloads[:50]) / 50 / 1e6
-    print(f"profiles: {args.profiles} synthetic CPU pprofs, ~{raw_mb:.2f} MB decompressed each")
+    distinct = [decompress(make_profile(program, i, args.samples), 1 << 30) for i in range(args.distinct)]
+    payloads = [at_time(distinct[i % args.distinct], start_ns + i * spacing) for i in range(args.profiles)]
+    raw_mb = sum(map(len, distinct)) / len(distinct) / 1e6
+    print(f"profiles: {args.profiles} CPU pprofs ({args.distinct} distinct, ~{raw_mb:.2f} MB decompressed each) "
+          "over one hour")
 
     with tempfile.TemporaryDirectory() as tmp, server(os.environ.get("FLAMEWATCH_TEST_POSTGRES_DSN")) as admin, \
             fresh_database(admin) as dsn, MinioServer(Path(tmp) / "minio") as minio:

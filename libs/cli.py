@@ -101,7 +101,7 @@ def _querier_parser(sub) -> None:
                        "/api/v1/ (profile_types, labels, label/<name>/values, series, query_range, query, diff).")
     p.add("--http-address", "HTTP listen address (/api/v1, /metrics, /healthz)", default=":4200")
     p.add("--grpc-address", "gRPC listen address (QueryService)", default=":4201")
-    p.add("--cache-bytes", "memory for parsed blocks", type=int, default=512 << 20)
+    p.add("--cache-bytes", "memory for parsed blocks", type=int, default=QuerierConfig.cache_bytes)
     p.add("--max-nodes", "default largest number of nodes in a flamegraph, top table or tree", type=int,
           default=2048)
     _storage_flags(p)
@@ -162,6 +162,7 @@ def run_ingester(args: argparse.Namespace) -> int:
 def run_querier(args: argparse.Namespace) -> int:
     from flamewatch.querier.blocks import BlockCache
     from flamewatch.querier.engine import Querier
+    from flamewatch.querier.paths import PathIndex
     from flamewatch.querier.rest import router
     from flamewatch.querier.service import register_grpc
 
@@ -170,7 +171,7 @@ def run_querier(args: argparse.Namespace) -> int:
 
     async def main() -> None:
         store, db = _open_storage(storage_config(args))
-        blocks = BlockCache(store, config.cache_bytes, config.fetch_concurrency)
+        blocks = BlockCache(store, config.cache_bytes, config.fetch_concurrency, PathIndex())
         querier = Querier(db, blocks, config)
 
         async def stop() -> None:

@@ -54,6 +54,6 @@ class IngesterConfig:
 class QuerierConfig:
     http_address: str = ":4200"
     grpc_address: str = ":4201"
-    cache_bytes: int = 512 * MiB
+    cache_bytes: int = 2048 * MiB
     fetch_concurrency: int = 8
     default_max_nodes: int = 2048

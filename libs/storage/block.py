@@ -298,18 +298,22 @@ class BlockReader:
         offsets, nodes, values = self._lists
         return nodes[offsets[row]:offsets[row + 1]], values[offsets[row]:offsets[row + 1]]
 
-    def node_values(self, rows: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
-        """Self value per stack node summed over profile rows; float64 when weighted."""
+    def entries(self, rows: np.ndarray, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(stack node, self value) of every entry of the given profile rows; values float64 when weighted."""
         offsets, nodes, values = self._lists
         rows = np.asarray(rows, np.int64)
         counts = offsets[rows + 1] - offsets[rows]
         picked = expand_ranges(offsets[rows], counts)
         if weights is None:
-            out = np.zeros(len(self.node_parent), np.int64)
-            np.add.at(out, nodes[picked], values[picked])
-            return out
-        weighted = values[picked] * np.repeat(np.asarray(weights, np.float64), counts)
-        return np.bincount(nodes[picked], weights=weighted, minlength=len(self.node_parent))
+            return nodes[picked], values[picked]
+        return nodes[picked], values[picked] * np.repeat(np.asarray(weights, np.float64), counts)
+
+    def node_values(self, rows: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+        """Self value per stack node summed over profile rows; float64 when weighted."""
+        nodes, values = self.entries(rows, weights)
+        out = np.zeros(len(self.node_parent), values.dtype)
+        np.add.at(out, nodes, values)
+        return out
 
     @cached_property
     def _locations(self) -> pa.Table:

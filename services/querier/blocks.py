@@ -1,6 +1,7 @@
 """Blocks fetched from the object store in parallel and kept, parsed, in a bounded LRU cache.
 
-Blocks never change once written, so a cached block is always valid.
+Blocks never change once written, so a cached block is always valid. Each cached block carries the
+path id of every node of its stack tree (see `paths`), computed once when it is loaded.
 """
 
 from __future__ import annotations
@@ -9,8 +10,12 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Protocol
 
+import numpy as np
+
+from flamewatch.querier.paths import PathIndex
 from flamewatch.storage.block import BlockReader
 
 # Parsed columns take several times the compressed size; count that against the budget.
@@ -23,16 +28,23 @@ class BlockSource(Protocol):
     def get(self, key: str) -> bytes: ...
 
 
+@dataclass(frozen=True, eq=False)
+class LoadedBlock:
+    reader: BlockReader
+    node_paths: np.ndarray  # path id of each stack node
+
+
 class BlockCache:
-    def __init__(self, source: BlockSource, max_bytes: int, concurrency: int):
+    def __init__(self, source: BlockSource, max_bytes: int, concurrency: int, paths: PathIndex):
         self._source = source
+        self.paths = paths
         self._max_bytes = max_bytes
         self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="block-fetch")
-        self._lru: OrderedDict[str, BlockReader] = OrderedDict()
+        self._lru: OrderedDict[str, LoadedBlock] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
 
-    def get_many(self, keys: Iterable[str]) -> dict[str, BlockReader]:
+    def get_many(self, keys: Iterable[str]) -> dict[str, LoadedBlock]:
         keys = list(dict.fromkeys(keys))
         found = {k: b for k in keys if (b := self._cached(k)) is not None}
         missing = [k for k in keys if k not in found]
@@ -43,20 +55,22 @@ class BlockCache:
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
-    def _cached(self, key: str) -> BlockReader | None:
+    def _cached(self, key: str) -> LoadedBlock | None:
         with self._lock:
             reader = self._lru.get(key)
             if reader is not None:
                 self._lru.move_to_end(key)
             return reader
 
-    def _load(self, key: str) -> BlockReader:
+    def _load(self, key: str) -> LoadedBlock:
         reader = BlockReader(self._source.get(key))
+        block = LoadedBlock(reader, self.paths.map_tree(reader.node_parent, reader.node_depth,
+                                                        reader.node_location, reader.location_names))
         with self._lock:
             if key not in self._lru:
-                self._lru[key] = reader
+                self._lru[key] = block
                 self._bytes += reader.nbytes * _EXPANSION
             while self._bytes > self._max_bytes and len(self._lru) > 1:
                 _, old = self._lru.popitem(last=False)
-                self._bytes -= old.nbytes * _EXPANSION
-        return reader
+                self._bytes -= old.reader.nbytes * _EXPANSION
+        return block

@@ -17,7 +17,7 @@ from flamewatch.config import QuerierConfig
 from flamewatch.labels.selector import Query, parse_query, parse_selector
 from flamewatch.pprof.profile_types import ProfileType
 from flamewatch.querier.blocks import BlockCache
-from flamewatch.querier.calltree import CallTree, TreePart, merge_trees
+from flamewatch.querier.calltree import CallTree
 from flamewatch.rpc.errors import NotFoundError
 from flamewatch.storage import index
 from flamewatch.storage.index import ProfileRows, Series
@@ -110,15 +110,15 @@ class Querier:
 
     def _merge_rows(self, rows: ProfileRows, weights: np.ndarray | None) -> CallTree:
         keys = index.block_keys(self.db, sorted(set(rows.block_id.tolist())))
-        readers = self.blocks.get_many(keys.values())
-        parts = []
-        for block_id, key in keys.items():
-            pick = np.flatnonzero(rows.block_id == block_id)
-            reader = readers[key]
-            values = reader.node_values(rows.row[pick], None if weights is None else weights[pick])
-            parts.append(TreePart(reader.node_parent, reader.node_location, values, names=reader.location_names,
-                                  depth=reader.node_depth))
-        return merge_trees(parts)
+        loaded = self.blocks.get_many(keys.values())
+        merged = np.zeros(len(self.blocks.paths), np.int64 if weights is None else np.float64)
+        order = np.argsort(rows.block_id, kind="stable")
+        starts = np.flatnonzero(np.r_[True, rows.block_id[order][1:] != rows.block_id[order][:-1]])
+        for pick in np.split(order, starts[1:]) if len(order) else []:
+            block = loaded[keys[rows.block_id[pick[0]]]]
+            nodes, values = block.reader.entries(rows.row[pick], None if weights is None else weights[pick])
+            np.add.at(merged, block.node_paths[nodes], values)
+        return self.blocks.paths.tree(merged)
 
 
 def _gauge_weights(rows: ProfileRows) -> np.ndarray:

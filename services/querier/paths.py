@@ -1,0 +1,91 @@
+"""Every function path the querier has seen, numbered once.
+
+When a block is loaded, each node of its stack tree is mapped to the id of its function path (the
+names from the root down to it); blocks sharing stacks share ids. A merge is then one scatter-add of the
+selected profiles' values into an array indexed by path id — no tree merging per query — and the
+merged call tree is read off the paths with a value.
+
+Paths are kept as a trie in sorted numpy arrays: key = parent path id << 32 | name id. Mapping a block
+walks its tree level by level (searchsorted for known paths, one insert per level for new ones).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from flamewatch.querier.calltree import ROOT_NAME, CallTree
+
+
+class PathIndex:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._names = pa.array([ROOT_NAME], pa.string())
+        self._keys = np.zeros(0, np.int64)  # sorted trie keys
+        self._ids = np.zeros(0, np.int64)  # path id of each key
+        self._parent = np.full(1, -1, np.int64)  # per path; path 0 is the root
+        self._name = np.zeros(1, np.int64)  # per path, index into _names
+
+    def __len__(self) -> int:
+        return len(self._parent)
+
+    def map_tree(self, parent: np.ndarray, depth: np.ndarray, node_names: np.ndarray, names: np.ndarray) -> np.ndarray:
+        """Path id of every node of a stack tree; `node_names[i]` indexes `names` (the root's is ignored)."""
+        order = np.argsort(depth, kind="stable")
+        bounds = np.searchsorted(depth[order], np.arange(1, int(depth.max(initial=0)) + 2))
+        with self._lock:
+            name_ids = self._intern(names)
+            path = np.zeros(len(parent), np.int64)
+            for lo, hi in zip(bounds[:-1], bounds[1:]):
+                level = order[lo:hi]
+                keys = path[parent[level]] << 32 | name_ids[node_names[level]]
+                path[level] = self._lookup_or_add(keys)
+            return path
+
+    def _intern(self, names: np.ndarray) -> np.ndarray:
+        wanted = pa.array(names, pa.string())
+        found = pc.index_in(wanted, value_set=self._names).to_numpy(zero_copy_only=False)
+        missing = np.isnan(found) if found.dtype.kind == "f" else np.zeros(len(found), bool)
+        if missing.any():
+            new = pc.unique(wanted.filter(pa.array(missing)))
+            self._names = pa.concat_arrays([self._names, new])
+            found = pc.index_in(wanted, value_set=self._names).to_numpy(zero_copy_only=False)
+        return np.asarray(found, np.int64) if len(found) else np.zeros(0, np.int64)
+
+    def _lookup_or_add(self, keys: np.ndarray) -> np.ndarray:
+        pos = np.searchsorted(self._keys, keys)
+        hit = pos < len(self._keys)
+        hit[hit] = self._keys[pos[hit]] == keys[hit]
+        out = np.empty(len(keys), np.int64)
+        out[hit] = self._ids[pos[hit]]
+        if not hit.all():
+            new_keys, inverse = np.unique(keys[~hit], return_inverse=True)
+            new_ids = np.arange(len(self._parent), len(self._parent) + len(new_keys))
+            at = np.searchsorted(self._keys, new_keys)
+            self._keys, self._ids = np.insert(self._keys, at, new_keys), np.insert(self._ids, at, new_ids)
+            self._parent = np.concatenate([self._parent, new_keys >> 32])
+            self._name = np.concatenate([self._name, new_keys & 0xFFFFFFFF])
+            out[~hit] = new_ids[inverse.reshape(-1)]
+        return out
+
+    def tree(self, values: np.ndarray) -> CallTree:
+        """The call tree of the paths with a value and their ancestors; `values` is indexed by path id."""
+        with self._lock:
+            parent, name, names = self._parent[: len(values)], self._name[: len(values)], self._names
+        keep = np.zeros(len(values), bool)
+        keep[0] = True
+        frontier = np.flatnonzero(values)
+        while len(frontier):
+            keep[frontier] = True
+            up = parent[frontier]
+            frontier = np.unique(up[(up >= 0) & ~keep[np.maximum(up, 0)]])
+        kept = np.flatnonzero(keep)  # ids grow from parent to child, so the order stays valid
+        renumber = np.full(len(values), -1, np.int64)
+        renumber[kept] = np.arange(len(kept))
+        kept_parent = np.where(parent[kept] >= 0, renumber[np.maximum(parent[kept], 0)], -1)
+        used, name_index = np.unique(name[kept], return_inverse=True)
+        table = names.take(pa.array(used)).to_numpy(zero_copy_only=False)
+        return CallTree(table, kept_parent, name_index.reshape(-1), values[kept])

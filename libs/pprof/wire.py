@@ -135,7 +135,7 @@ def scalars(v: Varints, f: Fields, number: int) -> tuple[np.ndarray, np.ndarray]
     plain = pick & (f.wire == WIRE_VARINT)
     packed = np.flatnonzero(pick & (f.wire == WIRE_LEN))
     counts = f.end[packed] - f.start[packed]
-    positions = np.concatenate([f.position[plain], _expand_ranges(f.start[packed], counts)])
+    positions = np.concatenate([f.position[plain], expand_ranges(f.start[packed], counts)])
     owners = np.concatenate([f.message[plain], np.repeat(f.message[packed], counts)])
     order = np.argsort(positions, kind="stable")
     return owners[order], v.values[positions[order]]
@@ -155,7 +155,7 @@ def submessages(f: Fields, number: int) -> tuple[np.ndarray, np.ndarray, np.ndar
     return f.message[pick], f.start[pick], f.end[pick]
 
 
-def _expand_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+def expand_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Concatenate arange(s, s + c) for every (s, c) without a Python loop."""
     total = int(counts.sum())
     if total == 0:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from flamewatch.pprof.model import Profile
+from flamewatch.pprof.wire import expand_ranges
 
 
 @dataclass(frozen=True, eq=False)
@@ -24,15 +25,6 @@ class Frames:
     mapping: np.ndarray  # int64 row in profile.mappings, -1 for none
     sample_offsets: np.ndarray  # int64 [n + 1]
     sample_frames: np.ndarray  # int64 frame indices
-
-
-def expand_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Concatenate arange(s, s + c) for every (s, c) without a Python loop."""
-    total = int(counts.sum())
-    if total == 0:
-        return np.zeros(0, np.int64)
-    offsets = np.repeat(np.cumsum(counts) - counts, counts)
-    return np.repeat(starts, counts) + (np.arange(total) - offsets)
 
 
 def rows_of(ids: np.ndarray, table_ids: np.ndarray) -> np.ndarray:

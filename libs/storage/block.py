@@ -28,10 +28,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from flamewatch.pprof.profile_types import TypedProfile
+from flamewatch.pprof.wire import expand_ranges
 from flamewatch.storage.frames import (
     Frames,
     build_stack_tree,
-    expand_ranges,
     forest_depths,
     profile_frames,
     unique_rows,

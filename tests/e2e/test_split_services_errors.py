@@ -12,6 +12,7 @@ from __future__ import annotations
 import gzip
 import re
 import socket
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +34,7 @@ from e2e.calls import (
     tenant_header,
     unpacked_size,
 )
-from e2e.cluster import FLUSH_INTERVAL_S, Cluster
+from e2e.cluster import FLAMEWATCH, FLUSH_INTERVAL_S, Cluster
 from e2e.pushes import GO_PROFILES, profile_time_ns, rewritten, with_stackless_sample
 from infra import gotool
 
@@ -133,6 +134,18 @@ def test_bad_push_is_refused_and_leaves_nothing(cluster: Cluster, go_profiles, c
     error = grpc_error(cluster.ingest.Push, request, "e2e-bad")
     assert error.code() == getattr(grpc.StatusCode, code), error.details()
     assert matches(error.details(), f"{case}: {message}"), error.details()
+    assert settled(cluster) == before
+
+
+def test_upload_of_a_refused_file_exits_non_zero_with_the_servers_message(cluster: Cluster, tmp_path: Path):
+    bad = tmp_path / "garbage.pb.gz"
+    bad.write_bytes(b"not a profile at all")
+    before = stored_state(cluster)
+    result = subprocess.run([str(FLAMEWATCH), "upload", str(bad), "--url", cluster.ingester_url,
+                             "--tenant", "e2e-bad"], capture_output=True, text=True, timeout=60)
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == (f"flamewatch upload: {bad}: refused (400): not a pprof profile: the data is neither "
+                             "gzip-compressed nor a valid protobuf message\n")
     assert settled(cluster) == before
 
 

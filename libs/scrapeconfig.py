@@ -1,0 +1,556 @@
+"""The collector's YAML configuration file: its schema as frozen dataclasses, their defaults, and the loader.
+
+    global:            {scrape_interval: 10s, scrape_timeout: 10s}
+    scrape_configs:    [ScrapeConfig, ...]   one per job
+    storage:           {...}                 kept as an opaque mapping; validated by the storage config
+
+The loader reads the file and nothing else: secret files (`password_file`, `credentials_file`), TLS files
+and file discovery globs are kept as written, relative to whatever directory the caller runs in.
+
+Rules that are not visible from the dataclasses alone:
+
+- A key set to null is the same as leaving it out; an unknown key anywhere is an error.
+- Durations are written as `10s`, `1m30s`, `500ms` or a bare number of seconds.
+- `scrape_interval` and `scrape_timeout` left out of a job are inherited from `global`, except that an
+  inherited timeout is cut down to the job's interval; an explicit timeout must not exceed the interval.
+  The timeout bounds the wait for an answer after the profiling duration (`seconds`) has elapsed.
+- `profiling_config.pprof_config` entries are merged field by field over `default_pprof_config`, so
+  `memory: {path: /debug/pprof/heap}` keeps memory enabled. A new name needs a `path`. An endpoint with
+  `delta: true` and no `seconds` profiles for the scrape interval in whole seconds (at least 1).
+
+Every error is a ConfigError whose message starts with the YAML path of the offending value, e.g.
+`scrape_configs[2].scrape_timeout: 15s must not exceed scrape_interval 10s`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from flamewatch.labels.labelset import is_valid_label_name
+from flamewatch.labels.relabel import RelabelConfig, check_relabel
+from flamewatch.timerange import TimeParseError, parse_duration
+
+__all__ = [
+    "Authorization", "BasicAuth", "ConfigError", "FileConfig", "FileSDConfig", "GlobalConfig", "PprofEndpoint",
+    "ProfilingConfig", "ScrapeConfig", "StaticConfig", "TLSConfig", "default_pprof_config", "load_config",
+    "parse_config",
+]
+
+DEFAULT_SCRAPE_INTERVAL_S = 10.0
+DEFAULT_SCRAPE_TIMEOUT_S = 10.0
+DEFAULT_FILE_SD_REFRESH_S = 300.0
+
+T = TypeVar("T")
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be used; `source` names the file (or "<string>") it came from."""
+
+    def __init__(self, message: str, source: str = "<string>") -> None:
+        super().__init__(message)
+        self.source = source
+
+
+# ---------------------------------------------------------------------------------------------- schema
+
+
+@dataclass(frozen=True)
+class PprofEndpoint:
+    """One profile to fetch from each target: `path` is relative to the target (before `path_prefix`)."""
+
+    enabled: bool = True
+    path: str = ""
+    delta: bool = False
+    seconds: int | None = None  # sent as ?seconds=N: how long the target profiles before answering
+
+
+def default_pprof_config(scrape_interval_s: float = DEFAULT_SCRAPE_INTERVAL_S) -> dict[str, PprofEndpoint]:
+    """The endpoints every job fetches unless its configuration says otherwise."""
+    return {
+        "process_cpu": PprofEndpoint(True, "/debug/pprof/profile", True, _whole_seconds(scrape_interval_s)),
+        "memory": PprofEndpoint(True, "/debug/pprof/allocs", False),
+        "goroutine": PprofEndpoint(True, "/debug/pprof/goroutine", False),
+        "mutex": PprofEndpoint(True, "/debug/pprof/mutex", False),
+        "block": PprofEndpoint(True, "/debug/pprof/block", False),
+    }
+
+
+def _whole_seconds(interval_s: float) -> int:
+    return max(1, int(interval_s))  # pprof handlers take whole seconds; 0 would mean their own default
+
+
+@dataclass(frozen=True)
+class ProfilingConfig:
+    path_prefix: str = ""  # e.g. "/service-a" when the pprof handlers are mounted below a prefix
+    pprof_config: dict[str, PprofEndpoint] = field(default_factory=default_pprof_config)
+
+    def endpoints(self) -> dict[str, PprofEndpoint]:
+        """The enabled endpoints, with `path_prefix` applied to their paths."""
+        return {name: PprofEndpoint(ep.enabled, self.path_prefix + ep.path, ep.delta, ep.seconds)
+                for name, ep in self.pprof_config.items() if ep.enabled}
+
+
+@dataclass(frozen=True)
+class BasicAuth:
+    username: str
+    password: str = field(default="", repr=False)
+    password_file: str = ""
+
+
+@dataclass(frozen=True)
+class Authorization:
+    """Sent as `Authorization: <type> <credentials>`."""
+
+    type: str = "Bearer"
+    credentials: str = field(default="", repr=False)
+    credentials_file: str = ""
+
+
+@dataclass(frozen=True)
+class TLSConfig:
+    ca_file: str = ""
+    cert_file: str = ""
+    key_file: str = ""
+    server_name: str = ""
+    insecure_skip_verify: bool = False
+
+
+@dataclass(frozen=True)
+class StaticConfig:
+    targets: tuple[str, ...] = ()  # host:port
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FileSDConfig:
+    files: tuple[str, ...] = ()  # globs over JSON or YAML target files
+    refresh_interval_s: float = DEFAULT_FILE_SD_REFRESH_S
+
+
+@dataclass(frozen=True)
+class ScrapeConfig:
+    """One job. Left as None, the timeout and profiling config are derived from the interval."""
+
+    job_name: str
+    scrape_interval_s: float = DEFAULT_SCRAPE_INTERVAL_S
+    scrape_timeout_s: float | None = None  # None: min(scrape_interval_s, DEFAULT_SCRAPE_TIMEOUT_S)
+    scheme: str = "http"
+    params: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    basic_auth: BasicAuth | None = None
+    authorization: Authorization | None = None
+    tls_config: TLSConfig | None = None
+    static_configs: tuple[StaticConfig, ...] = ()
+    file_sd_configs: tuple[FileSDConfig, ...] = ()
+    relabel_configs: tuple[RelabelConfig, ...] = ()
+    profiling_config: ProfilingConfig | None = None  # None: ProfilingConfig(default_pprof_config(interval))
+
+    def __post_init__(self) -> None:
+        if self.scrape_timeout_s is None:
+            object.__setattr__(self, "scrape_timeout_s", min(self.scrape_interval_s, DEFAULT_SCRAPE_TIMEOUT_S))
+        if self.profiling_config is None:
+            pprof = default_pprof_config(self.scrape_interval_s)
+            object.__setattr__(self, "profiling_config", ProfilingConfig(pprof_config=pprof))
+
+
+@dataclass(frozen=True)
+class GlobalConfig:
+    scrape_interval_s: float = DEFAULT_SCRAPE_INTERVAL_S
+    scrape_timeout_s: float = DEFAULT_SCRAPE_TIMEOUT_S
+
+
+@dataclass(frozen=True)
+class FileConfig:
+    global_config: GlobalConfig = field(default_factory=GlobalConfig)
+    scrape_configs: tuple[ScrapeConfig, ...] = ()
+    storage: dict[str, Any] = field(default_factory=dict)  # not validated here
+
+
+# ---------------------------------------------------------------------------------------------- loading
+
+
+def load_config(path: str | Path) -> FileConfig:
+    """Read and validate the YAML file at `path`."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or exc  # strerror leaves out the path we already name
+        raise ConfigError(f"cannot read {path}: {reason}", str(path)) from exc
+    return parse_config(text, str(path))
+
+
+def parse_config(text: str, source: str = "<string>") -> FileConfig:
+    """Validate YAML `text`; `source` names where it came from in the error's `source` attribute."""
+    try:
+        return _file_config(_load_yaml(text))
+    except ConfigError as exc:
+        exc.source = source
+        raise
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """A safe loader that rejects duplicate keys, which would otherwise silently keep the last value."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[str] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if not isinstance(key, str):
+                continue  # other keys are reported by the schema, with their YAML path
+            if key in seen:
+                raise yaml.constructor.ConstructorError(None, None, f'duplicate key "{key}"', key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _load_yaml(text: str) -> Any:
+    try:
+        return yaml.load(text, Loader=_StrictLoader)  # safe: a SafeLoader subclass
+    except yaml.MarkedYAMLError as exc:
+        raise ConfigError(_yaml_message(exc)) from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"invalid YAML: {exc}") from exc
+
+
+def _yaml_message(exc: yaml.MarkedYAMLError) -> str:
+    mark = exc.problem_mark or exc.context_mark
+    where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
+    message = f"invalid YAML at {where}: {exc.problem or exc.context}"
+    if exc.problem and exc.context and exc.context_mark:  # an unclosed bracket is found far from its start
+        message += f" ({exc.context} at line {exc.context_mark.line + 1})"
+    return message
+
+
+# -------------------------------------------------------------------------------- generic typed readers
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    names = {str: "a string", list: "a list", dict: "a mapping"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _expect(value: Any, types: type | tuple[type, ...], what: str, path: str) -> None:
+    if not isinstance(value, types) or (isinstance(value, bool) and bool not in _as_tuple(types)):
+        raise ConfigError(f"{path}: expected {what}, got {_kind(value)}")
+
+
+def _as_tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
+    return types if isinstance(types, tuple) else (types,)
+
+
+def _fields(value: Any, path: str, allowed: Iterable[str] | None) -> dict[str, Any]:
+    """The mapping at `path` without its null values, after checking every key is in `allowed` (None: any)."""
+    _expect(value, dict, "a mapping", path)
+    allowed = None if allowed is None else tuple(allowed)
+    for key in value:
+        _check_key(key, path, allowed)
+    return {key: item for key, item in value.items() if item is not None}
+
+
+def _check_key(key: Any, path: str, allowed: tuple[str, ...] | None) -> None:
+    if not isinstance(key, str):
+        raise ConfigError(f"{path or 'top level'}: keys must be strings, got {_kind(key)} {key!r}")
+    if allowed is not None and key not in allowed:
+        close = difflib.get_close_matches(key, allowed, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise ConfigError(f"{_join(path, key)}: unknown field{hint}")
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _get(fields: dict[str, Any], key: str, path: str, read: Callable[[Any, str], T], default: T) -> T:
+    return read(fields[key], _join(path, key)) if key in fields else default
+
+
+def _require(fields: dict[str, Any], key: str, path: str, read: Callable[[Any, str], T]) -> T:
+    if key not in fields:
+        raise ConfigError(f"{_join(path, key)}: required")
+    return read(fields[key], _join(path, key))
+
+
+def _string(value: Any, path: str) -> str:
+    _expect(value, str, "a string", path)
+    return value
+
+
+def _nonempty_string(value: Any, path: str) -> str:
+    if _string(value, path) == "":
+        raise ConfigError(f"{path}: must not be empty")
+    return value
+
+
+def _boolean(value: Any, path: str) -> bool:
+    _expect(value, bool, "true or false", path)
+    return value
+
+
+def _positive_int(value: Any, path: str) -> int:
+    _expect(value, int, "an integer", path)
+    if value <= 0:
+        raise ConfigError(f"{path}: must be greater than zero, got {value}")
+    return value
+
+
+def _duration_s(value: Any, path: str) -> float:
+    _expect(value, (str, int, float), "a duration such as 10s or 500ms", path)
+    try:
+        return parse_duration(str(value)) / 1e9
+    except TimeParseError as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+
+
+def _list(value: Any, path: str, read: Callable[[Any, str], T]) -> tuple[T, ...]:
+    _expect(value, list, "a list", path)
+    return tuple(read(item, f"{path}[{i}]") for i, item in enumerate(value))
+
+
+def _reads_list(read: Callable[[Any, str], T]) -> Callable[[Any, str], tuple[T, ...]]:
+    return lambda value, path: _list(value, path, read)
+
+
+def _string_list(value: Any, path: str) -> tuple[str, ...]:
+    return _list(value, path, _string)
+
+
+def _label_map(value: Any, path: str) -> dict[str, str]:
+    _expect(value, dict, "a mapping", path)
+    for name, item in value.items():
+        if not isinstance(name, str) or not is_valid_label_name(name):
+            raise ConfigError(f'{path}: "{name}" is not a valid label name')
+        _string(item, _join(path, name))
+    return dict(value)
+
+
+def _format_seconds(seconds: float) -> str:
+    """Write a duration the way users write it in the file: 90.5 -> `1m30s500ms`."""
+    ms = round(seconds * 1000)
+    parts = []
+    for unit, size in (("h", 3_600_000), ("m", 60_000), ("s", 1000), ("ms", 1)):
+        amount, ms = divmod(ms, size)
+        if amount:
+            parts.append(f"{amount}{unit}")
+    return "".join(parts) or "0s"
+
+
+# ---------------------------------------------------------------------------------------- the sections
+
+
+def _file_config(raw: Any) -> FileConfig:
+    if raw is None:
+        return FileConfig()
+    if not isinstance(raw, dict):
+        raise ConfigError(f"top level: expected a mapping, got {_kind(raw)}")
+    fields = _fields(raw, "", ("global", "scrape_configs", "storage"))
+    global_config = _get(fields, "global", "", _global_config, GlobalConfig())
+    jobs = _get(fields, "scrape_configs", "", _reads_list(lambda v, p: _scrape_config(v, p, global_config)), ())
+    _check_unique_jobs(jobs)
+    storage = _get(fields, "storage", "", _opaque_mapping, {})
+    return FileConfig(global_config, jobs, storage)
+
+
+def _opaque_mapping(value: Any, path: str) -> dict[str, Any]:
+    _expect(value, dict, "a mapping", path)
+    return value
+
+
+def _global_config(value: Any, path: str) -> GlobalConfig:
+    fields = _fields(value, path, ("scrape_interval", "scrape_timeout"))
+    interval = _get(fields, "scrape_interval", path, _duration_s, DEFAULT_SCRAPE_INTERVAL_S)
+    timeout = _get(fields, "scrape_timeout", path, _duration_s, None)
+    _check_timeout(timeout, interval, path)
+    return GlobalConfig(interval, min(interval, DEFAULT_SCRAPE_TIMEOUT_S) if timeout is None else timeout)
+
+
+def _check_timeout(timeout: float | None, interval: float, path: str) -> None:
+    if timeout is not None and timeout > interval:
+        raise ConfigError(f"{path}.scrape_timeout: {_format_seconds(timeout)} must not exceed scrape_interval "
+                          f"{_format_seconds(interval)}")
+
+
+def _check_unique_jobs(jobs: tuple[ScrapeConfig, ...]) -> None:
+    first: dict[str, int] = {}
+    for i, job in enumerate(jobs):
+        if job.job_name in first:
+            raise ConfigError(f'scrape_configs[{i}].job_name: "{job.job_name}" is already used by '
+                              f"scrape_configs[{first[job.job_name]}]")
+        first[job.job_name] = i
+
+
+_SCRAPE_FIELDS = (
+    "job_name", "scrape_interval", "scrape_timeout", "scheme", "params", "basic_auth", "authorization",
+    "tls_config", "static_configs", "file_sd_configs", "relabel_configs", "profiling_config",
+)
+
+
+def _scrape_config(value: Any, path: str, defaults: GlobalConfig) -> ScrapeConfig:
+    fields = _fields(value, path, _SCRAPE_FIELDS)
+    interval = _get(fields, "scrape_interval", path, _duration_s, defaults.scrape_interval_s)
+    timeout = _get(fields, "scrape_timeout", path, _duration_s, None)
+    _check_timeout(timeout, interval, path)
+    _check_exclusive(fields, path, "basic_auth", "authorization")
+    return ScrapeConfig(
+        job_name=_require(fields, "job_name", path, _nonempty_string),
+        scrape_interval_s=interval,
+        scrape_timeout_s=min(interval, defaults.scrape_timeout_s) if timeout is None else timeout,
+        scheme=_get(fields, "scheme", path, _scheme, "http"),
+        params=_get(fields, "params", path, _params, {}),
+        basic_auth=_get(fields, "basic_auth", path, _basic_auth, None),
+        authorization=_get(fields, "authorization", path, _authorization, None),
+        tls_config=_get(fields, "tls_config", path, _tls_config, None),
+        static_configs=_get(fields, "static_configs", path, _reads_list(_static_config), ()),
+        file_sd_configs=_get(fields, "file_sd_configs", path, _reads_list(_file_sd_config), ()),
+        relabel_configs=_get(fields, "relabel_configs", path, _reads_list(_relabel_config), ()),
+        profiling_config=_profiling_config(fields.get("profiling_config", {}), _join(path, "profiling_config"),
+                                           interval),
+    )
+
+
+def _check_exclusive(fields: dict[str, Any], path: str, first: str, second: str) -> None:
+    if first in fields and second in fields:
+        raise ConfigError(f"{_join(path, second)}: cannot be used together with {first}")
+
+
+def _scheme(value: Any, path: str) -> str:
+    if _string(value, path) not in ("http", "https"):
+        raise ConfigError(f'{path}: must be http or https, got "{value}"')
+    return value
+
+
+def _params(value: Any, path: str) -> dict[str, tuple[str, ...]]:
+    _expect(value, dict, "a mapping", path)
+    return {_string(name, path): _string_list(values, _join(path, name)) for name, values in value.items()}
+
+
+def _basic_auth(value: Any, path: str) -> BasicAuth:
+    fields = _fields(value, path, ("username", "password", "password_file"))
+    _check_exclusive(fields, path, "password", "password_file")
+    return BasicAuth(_require(fields, "username", path, _nonempty_string),
+                     _get(fields, "password", path, _string, ""), _get(fields, "password_file", path, _string, ""))
+
+
+def _authorization(value: Any, path: str) -> Authorization:
+    fields = _fields(value, path, ("type", "credentials", "credentials_file"))
+    _check_exclusive(fields, path, "credentials", "credentials_file")
+    kind = _get(fields, "type", path, _nonempty_string, "Bearer")
+    if kind.lower() == "basic":
+        raise ConfigError(f"{path}.type: use basic_auth for Basic authorization")
+    return Authorization(kind, _get(fields, "credentials", path, _string, ""),
+                         _get(fields, "credentials_file", path, _string, ""))
+
+
+_TLS_FIELDS = ("ca_file", "cert_file", "key_file", "server_name", "insecure_skip_verify")
+
+
+def _tls_config(value: Any, path: str) -> TLSConfig:
+    fields = _fields(value, path, _TLS_FIELDS)
+    files = {key: _get(fields, key, path, _string, "") for key in _TLS_FIELDS[:4]}
+    if bool(files["cert_file"]) != bool(files["key_file"]):
+        given, missing = ("cert_file", "key_file") if files["cert_file"] else ("key_file", "cert_file")
+        raise ConfigError(f"{_join(path, missing)}: required when {given} is set")
+    return TLSConfig(**files, insecure_skip_verify=_get(fields, "insecure_skip_verify", path, _boolean, False))
+
+
+def _static_config(value: Any, path: str) -> StaticConfig:
+    fields = _fields(value, path, ("targets", "labels"))
+    return StaticConfig(_get(fields, "targets", path, _reads_list(_target), ()),
+                        _get(fields, "labels", path, _label_map, {}))
+
+
+_TARGET_RE = re.compile(r"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})")
+
+
+def _target(value: Any, path: str) -> str:
+    match = _TARGET_RE.fullmatch(_string(value, path))
+    if match is None or not 0 < int(match.group(1)) < 65536:
+        raise ConfigError(f'{path}: "{value}" must be host:port')
+    return value
+
+
+_FILE_SD_SUFFIXES = (".json", ".yml", ".yaml")
+
+
+def _file_sd_config(value: Any, path: str) -> FileSDConfig:
+    fields = _fields(value, path, ("files", "refresh_interval"))
+    files = _require(fields, "files", path, _reads_list(_file_sd_pattern))
+    if not files:
+        raise ConfigError(f"{_join(path, 'files')}: must list at least one file")
+    return FileSDConfig(files, _get(fields, "refresh_interval", path, _duration_s, DEFAULT_FILE_SD_REFRESH_S))
+
+
+def _file_sd_pattern(value: Any, path: str) -> str:
+    if not _nonempty_string(value, path).endswith(_FILE_SD_SUFFIXES):
+        raise ConfigError(f'{path}: "{value}" must end in .json, .yml or .yaml')
+    return value
+
+
+_RELABEL_FIELDS = ("source_labels", "separator", "target_label", "regex", "modulus", "replacement", "action")
+
+
+def _relabel_config(value: Any, path: str) -> RelabelConfig:
+    fields = _fields(value, path, _RELABEL_FIELDS)
+    defaults = RelabelConfig()
+    cfg = RelabelConfig(
+        source_labels=_get(fields, "source_labels", path, _string_list, ()),
+        separator=_get(fields, "separator", path, _string, defaults.separator),
+        target_label=_get(fields, "target_label", path, _string, defaults.target_label),
+        regex=_get(fields, "regex", path, _string, defaults.regex),
+        modulus=_get(fields, "modulus", path, _positive_int, defaults.modulus),
+        replacement=_get(fields, "replacement", path, _string, defaults.replacement),
+        action=_get(fields, "action", path, _string, defaults.action).lower(),
+    )
+    try:
+        check_relabel(cfg, path)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
+    return cfg
+
+
+def _profiling_config(value: Any, path: str, interval_s: float) -> ProfilingConfig:
+    fields = _fields(value, path, ("path_prefix", "pprof_config"))
+    prefix = _get(fields, "path_prefix", path, _path_prefix, "")
+    pprof = default_pprof_config(interval_s)
+    pprof_path = _join(path, "pprof_config")
+    for name, entry in _fields(fields.get("pprof_config", {}), pprof_path, None).items():
+        entry_path = f"{pprof_path}.{name}"
+        if not is_valid_label_name(name):  # the name becomes part of the stored profile type
+            raise ConfigError(f'{entry_path}: "{name}" is not a valid profile name (letters, digits and _)')
+        pprof[name] = _pprof_endpoint(entry, entry_path, pprof.get(name), interval_s)
+    return ProfilingConfig(prefix, pprof)
+
+
+def _path_prefix(value: Any, path: str) -> str:
+    if _string(value, path) and not value.startswith("/"):
+        raise ConfigError(f'{path}: "{value}" must start with /')
+    return value.rstrip("/")
+
+
+def _pprof_endpoint(value: Any, path: str, default: PprofEndpoint | None, interval_s: float) -> PprofEndpoint:
+    fields = _fields(value, path, ("enabled", "path", "delta", "seconds"))
+    base = default or PprofEndpoint(path=_require(fields, "path", path, _url_path))
+    delta = _get(fields, "delta", path, _boolean, base.delta)
+    # A default duration belongs to the default delta setting: `process_cpu: {delta: false}` drops it.
+    seconds = _get(fields, "seconds", path, _positive_int, base.seconds if "delta" not in fields else None)
+    if delta and seconds is None:
+        seconds = _whole_seconds(interval_s)
+    return PprofEndpoint(_get(fields, "enabled", path, _boolean, base.enabled),
+                         _get(fields, "path", path, _url_path, base.path), delta, seconds)
+
+
+def _url_path(value: Any, path: str) -> str:
+    if not _string(value, path).startswith("/"):
+        raise ConfigError(f'{path}: "{value}" must start with /')
+    return value

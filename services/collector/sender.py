@@ -1,0 +1,127 @@
+"""Send scraped profiles to the ingester over gRPC: a bounded queue, batches, retries with backoff.
+
+Scrapes never wait on the ingester: they enqueue and go on. When the ingester stays down the queue
+fills, and the oldest profiles are dropped with a log line and `flamewatch_collector_dropped_profiles`
+counting them; fresh data is worth more than old. Refusals (INVALID_ARGUMENT, RESOURCE_EXHAUSTED) are
+not retried: the same bytes would be refused again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from dataclasses import dataclass
+
+import grpc
+from prometheus_client import Counter, Gauge
+
+from flamewatch.api.flamewatch.v1 import ingest_pb2, ingest_pb2_grpc, types_pb2
+from flamewatch.rpc.tenant import HEADER
+
+log = logging.getLogger(__name__)
+
+SENT = Counter("flamewatch_collector_sent_profiles", "pprof profiles acknowledged by the ingester")
+DROPPED = Counter("flamewatch_collector_dropped_profiles", "pprof profiles dropped before sending", ["reason"])
+QUEUED = Gauge("flamewatch_collector_queued_profiles", "pprof profiles waiting to be sent")
+
+_RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.INTERNAL,
+              grpc.StatusCode.UNKNOWN, grpc.StatusCode.CANCELLED}
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    labels: dict[str, str]
+    raw: bytes
+
+
+class Sender:
+    def __init__(self, address: str, *, tenant: str = "anonymous", queue_size: int = 2000, max_batch: int = 32,
+                 timeout_s: float = 30.0, max_backoff_s: float = 30.0):
+        self._address, self._tenant = address, tenant
+        self._queue: deque[Outgoing] = deque()
+        self._queue_size, self._max_batch = queue_size, max_batch
+        self._timeout_s, self._max_backoff_s = timeout_s, max_backoff_s
+        self._ready = asyncio.Event()
+        self._channel: grpc.aio.Channel | None = None
+        self._inflight = 0
+        self._drops_unlogged, self._last_drop_log = 0, 0.0
+
+    def submit(self, labels: dict[str, str], raw: bytes) -> None:
+        if len(self._queue) >= self._queue_size:
+            self._queue.popleft()
+            DROPPED.labels("queue_full").inc()
+            self._log_drop()
+        self._queue.append(Outgoing(labels, raw))
+        QUEUED.set(len(self._queue))
+        self._ready.set()
+
+    def pending(self) -> int:
+        """Profiles not yet acknowledged: queued, or in the batch being sent."""
+        return len(self._queue) + self._inflight
+
+    def _log_drop(self) -> None:
+        """One line at most every 10 s, counting the drops since the last one."""
+        self._drops_unlogged += 1
+        now = time.monotonic()
+        if now - self._last_drop_log >= 10:
+            log.warning("the ingester at %s is not keeping up: dropped the %d oldest queued profiles "
+                        "(the queue holds %d)", self._address, self._drops_unlogged, self._queue_size)
+            self._drops_unlogged, self._last_drop_log = 0, now
+
+    async def run(self) -> None:
+        """Send until cancelled."""
+        self._channel = grpc.aio.insecure_channel(self._address, options=[
+            ("grpc.max_send_message_length", 64 << 20)])
+        stub = ingest_pb2_grpc.IngestServiceStub(self._channel)
+        try:
+            while True:
+                await self._ready.wait()
+                await self._send_batch(stub)
+        finally:
+            await self._channel.close()
+
+    async def flush(self, deadline_s: float) -> None:
+        """Wait up to deadline_s for the queue to drain (at shutdown)."""
+        loop = asyncio.get_running_loop()
+        end = loop.time() + deadline_s
+        while self.pending() and loop.time() < end:
+            await asyncio.sleep(0.05)
+
+    async def _send_batch(self, stub) -> None:
+        batch = [self._queue.popleft() for _ in range(min(self._max_batch, len(self._queue)))]
+        QUEUED.set(len(self._queue))
+        if not self._queue:
+            self._ready.clear()
+        if not batch:
+            return
+        self._inflight = len(batch)
+        try:
+            await self._push(stub, batch)
+        finally:
+            self._inflight = 0
+
+    async def _push(self, stub, batch: list[Outgoing]) -> None:
+        request = ingest_pb2.PushRequest(series=[_series(o) for o in batch])
+        backoff = 0.5
+        while True:
+            try:
+                await stub.Push(request, timeout=self._timeout_s, metadata=((HEADER, self._tenant),))
+                SENT.inc(len(batch))
+                return
+            except grpc.aio.AioRpcError as exc:
+                if exc.code() not in _RETRYABLE:
+                    DROPPED.labels("refused").inc(len(batch))
+                    log.warning("the ingester refused %d profiles: %s", len(batch), exc.details())
+                    return
+                log.info("sending %d profiles to %s failed (%s), retrying in %.1f s", len(batch), self._address,
+                         exc.code().name, backoff)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, self._max_backoff_s)
+
+
+def _series(o: Outgoing) -> ingest_pb2.RawProfileSeries:
+    return ingest_pb2.RawProfileSeries(
+        labels=[types_pb2.LabelPair(name=k, value=v) for k, v in sorted(o.labels.items())],
+        samples=[ingest_pb2.RawSample(raw_profile=o.raw)])

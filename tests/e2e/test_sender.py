@@ -1,0 +1,63 @@
+"""The collector's sender against a real ingester, and against one that stays down."""
+
+import asyncio
+import logging
+import socket
+
+import pytest
+from e2e.cluster import Cluster
+from prometheus_client import REGISTRY
+
+from flamewatch.collector.sender import Sender
+
+pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.s3, pytest.mark.go]
+
+
+def dropped(reason: str) -> float:
+    return REGISTRY.get_sample_value("flamewatch_collector_dropped_profiles_total", {"reason": reason}) or 0.0
+
+
+async def send(address: str, items, *, queue_size: int = 100, wait_s: float = 10.0) -> int:
+    """Submit items, let the sender run for up to wait_s, and return what was still unacknowledged."""
+    sender = Sender(address, tenant="e2e-sender", queue_size=queue_size, max_backoff_s=0.2)
+    for labels, raw in items:
+        sender.submit(labels, raw)
+    task = asyncio.create_task(sender.run())
+    await sender.flush(wait_s)
+    pending = sender.pending()
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    return pending
+
+
+def test_queued_profiles_reach_the_ingester(cluster: Cluster, go_profiles):
+    before = cluster.counts("e2e-sender")
+    items = [({"service_name": "sender", "__name__": "goroutine", "n": str(i)}, go_profiles["goroutine"])
+             for i in range(5)]
+    assert asyncio.run(send(cluster.ingester_grpc, items)) == 0
+    after = cluster.counts("e2e-sender")
+    assert after["profiles"] - before["profiles"] == 5
+    assert after["series"] - before["series"] == 5
+
+
+def test_a_refused_profile_is_dropped_not_retried(cluster: Cluster, caplog):
+    refused = dropped("refused")
+    with caplog.at_level(logging.WARNING, "flamewatch.collector.sender"):
+        pending = asyncio.run(send(cluster.ingester_grpc, [({"__name__": "goroutine"}, b"garbage")], wait_s=5))
+    assert pending == 0
+    assert dropped("refused") - refused == 1
+    assert "the ingester refused 1 profiles: not a pprof profile: the data is neither gzip-compressed nor a " \
+        "valid protobuf message" in caplog.text
+
+
+def test_when_the_ingester_stays_down_the_oldest_profiles_are_dropped(caplog):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{s.getsockname()[1]}"  # nothing listens once closed
+    full = dropped("queue_full")
+    items = [({"__name__": "goroutine", "n": str(i)}, b"x") for i in range(7)]
+    with caplog.at_level(logging.WARNING, "flamewatch.collector.sender"):
+        pending = asyncio.run(send(address, items, queue_size=4, wait_s=1.0))
+    assert dropped("queue_full") - full == 3
+    assert pending == 4  # the 4 newest, in flight and retrying
+    assert caplog.text.count("is not keeping up") == 1  # one line, not one per drop

@@ -38,7 +38,7 @@ class ScrapeTarget:
     job: str
     profile_name: str  # process_cpu, memory, goroutine, mutex, block, ...
     url: str
-    params: dict[str, str]
+    params: dict[str, list[str]]
     labels: dict[str, str]  # after relabeling; become the series labels
     discovered: dict[str, str]  # before relabeling, for the status page
     interval_s: float
@@ -64,6 +64,7 @@ class ScrapeLoop:
     target: ScrapeTarget
     client: httpx.AsyncClient
     deliver: Deliver
+    limit: asyncio.Semaphore | None = None  # shared bound on concurrent scrapes
     health: ScrapeHealth = field(default_factory=ScrapeHealth)
     _previous: Profile | None = None
 
@@ -96,7 +97,11 @@ class ScrapeLoop:
         t = self.target
         params = {**t.params, **({"seconds": str(t.seconds)} if t.seconds else {})}
         timeout = t.timeout_s + (t.seconds or 0)
-        response = await self.client.get(t.url, params=params, timeout=timeout)
+        if self.limit is None:
+            response = await self.client.get(t.url, params=params, timeout=timeout)
+        else:
+            async with self.limit:
+                response = await self.client.get(t.url, params=params, timeout=timeout)
         if response.status_code != 200:
             raise ScrapeError(f"HTTP {response.status_code} from {response.url}: {response.text[:200].strip()}")
         return response.content

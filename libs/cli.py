@@ -2,6 +2,7 @@
 
     flamewatch ingester   receive pprof pushes and store them (gRPC + HTTP /ingest)
     flamewatch querier    answer queries (gRPC QueryService + REST /api/v1)
+    flamewatch collector  scrape pprof endpoints on schedule and push to an ingester
     flamewatch upload     push pprof files to a running ingester
 
 Flags may also be given as environment variables: FLAMEWATCH_<FLAG>, upper-cased with dots and dashes
@@ -14,6 +15,7 @@ import argparse
 import asyncio
 import logging
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -109,6 +111,19 @@ def _querier_parser(sub) -> None:
     p.set_defaults(run=run_querier)
 
 
+def _collector_parser(sub) -> None:
+    p = sub.add_parser("collector", help="scrape pprof endpoints and send the profiles to an ingester",
+                       description="Discover targets from the configuration file, scrape their pprof endpoints "
+                       "on schedule and push the profiles to an ingester over gRPC. Reloads the file on SIGHUP "
+                       "or POST /-/reload; target health at GET /api/v1/targets.")
+    p.add("--config.file", "YAML configuration with scrape_configs", dest="config_file", required=True)
+    p.add("--ingester.address", "the ingester's gRPC address", dest="ingester_address", default="127.0.0.1:4101")
+    p.add("--tenant", "tenant the profiles are stored under", default="anonymous")
+    p.add("--http-address", "HTTP listen address (/api/v1/targets, /-/reload, /metrics)", default=":4300")
+    _common_flags(p)
+    p.set_defaults(run=run_collector)
+
+
 def _upload_parser(sub) -> None:
     p = sub.add_parser("upload", help="push pprof files to a running ingester",
                        description="Push pprof files (gzip or raw) to an ingester's HTTP port, one request per "
@@ -129,6 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     _ingester_parser(sub)
     _querier_parser(sub)
+    _collector_parser(sub)
     _upload_parser(sub)
     return parser
 
@@ -183,6 +199,46 @@ def run_querier(args: argparse.Namespace) -> int:
 
     asyncio.run(main())
     return 0
+
+
+def run_collector(args: argparse.Namespace) -> int:
+    from flamewatch.collector.service import Collector, http_router
+
+    load = _config_loader(args.config_file)
+    try:
+        load()
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"flamewatch collector: {exc}") from exc
+
+    async def main() -> None:
+        collector = Collector(load, args.ingester_address, args.tenant)
+        collector.start()
+        asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, _reload_logged, collector)
+        await _serve([http_router(collector)], args.http_address, None, None, collector.stop)
+
+    asyncio.run(main())
+    return 0
+
+
+def _config_loader(path: str):
+    from flamewatch.scrapeconfig import ConfigError, load_config
+
+    def load():
+        try:
+            return load_config(path)
+        except ConfigError as exc:
+            raise ConfigError(f"{path}: {exc}") from exc
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read the configuration file: {exc.strerror}") from exc
+
+    return load
+
+
+def _reload_logged(collector) -> None:
+    try:
+        collector.reload()
+    except ValueError as exc:
+        log.error("reload failed, keeping the running configuration: %s", exc)
 
 
 def _open_storage(config: StorageConfig):

@@ -1,0 +1,100 @@
+"""The collector as its own process, scraping a real Go target into the ingester, read back through the
+querier; target status and configuration reloads over HTTP."""
+
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from e2e.calls import rest
+from e2e.cluster import FLAMEWATCH, Cluster
+from infra.ports import free_port
+
+pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.s3, pytest.mark.go]
+
+TENANT = "e2e-collector"
+CONFIG = """
+scrape_configs:
+  - job_name: {job}
+    scrape_interval: 2s
+    static_configs: [{{targets: ["{target}"], labels: {{service_name: workload}}}}]
+"""
+
+
+def wait_for(check, timeout_s: float, what: str):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        result = check()
+        if result:
+            return result
+        time.sleep(0.5)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+@pytest.fixture
+def collector(cluster: Cluster, go_target: str, tmp_path: Path):
+    config = tmp_path / "flamewatch.yaml"
+    config.write_text(CONFIG.format(job="demo", target=go_target))
+    port = free_port()
+    log = (tmp_path / "collector.log").open("wb")
+    process = subprocess.Popen([str(FLAMEWATCH), "collector", "--config.file", str(config), "--ingester.address",
+                                cluster.ingester_grpc, "--tenant", TENANT, "--http-address", f"127.0.0.1:{port}"],
+                               stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: _ready(url), 30, "the collector to answer")
+        yield url, config
+    finally:
+        process.terminate()
+        assert process.wait(30) == 0, (tmp_path / "collector.log").read_text()
+        log.close()
+
+
+def _ready(url: str) -> bool:
+    try:
+        return httpx.get(url + "/readyz", timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def test_scraped_profiles_reach_the_querier_and_targets_report_health(cluster: Cluster, collector, go_target):
+    url, _ = collector
+    cpu = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
+
+    def stored_cpu():
+        types = rest(cluster, "/profile_types", TENANT, {"from": "now-5m"})["data"]
+        return cpu in {t["id"] for t in types}
+
+    wait_for(stored_cpu, 30, "a CPU profile to be stored")
+    body = rest(cluster, "/query", TENANT, {"query": cpu + '{service_name="workload",job="demo"}',
+                                            "from": "now-5m", "format": "top", "max_nodes": "10000"})
+    names = {e["name"] for e in body["top"]["entries"]}
+    assert {"main.cpuFibonacci", "main.cpuHashLoop"} <= names
+
+    targets = httpx.get(url + "/api/v1/targets").json()["data"]["activeTargets"]
+    assert {t["profileType"] for t in targets} == {"process_cpu", "memory", "goroutine", "mutex", "block"}
+    for t in targets:
+        assert t["labels"] == {"job": "demo", "instance": go_target, "service_name": "workload"}
+        assert t["discoveredLabels"]["__address__"] == go_target
+    wait_for(lambda: all(t["health"] == "up" for t in httpx.get(url + "/api/v1/targets").json()["data"]
+                         ["activeTargets"]), 20, "every target to be up")
+
+
+def test_reload_applies_a_good_file_and_keeps_running_on_a_bad_one(collector, go_target):
+    url, config = collector
+    config.write_text(CONFIG.format(job="renamed", target=go_target))
+    assert httpx.post(url + "/-/reload").json() == {"status": "success"}
+    wait_for(lambda: pools(url) == {"renamed"}, 10, "the renamed job to replace the old one")
+
+    config.write_text("scrape_configs:\n  - job_name: x\n    scrape_timeout: 20s\n")
+    r = httpx.post(url + "/-/reload")
+    assert r.status_code == 400
+    assert r.json() == {"error": f"{config}: scrape_configs[0].scrape_timeout: 20s must not exceed "
+                                 "scrape_interval 10s"}
+    time.sleep(1)
+    assert pools(url) == {"renamed"}
+
+
+def pools(url: str) -> set[str]:
+    return {t["scrapePool"] for t in httpx.get(url + "/api/v1/targets").json()["data"]["activeTargets"]}

@@ -6,9 +6,10 @@ PY := $(VENV)/bin/python
 CACHE := .cache
 MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
 MINIO := $(CACHE)/bin/minio
+WORKLOAD := $(CACHE)/targets/workload
 PYTEST_ARGS ?=
 
-.PHONY: deps test proto proto-check lint bench
+.PHONY: deps run test proto lint bench
 
 deps: $(VENV)/.installed $(MINIO)
 
@@ -21,6 +22,18 @@ $(VENV)/.installed: pyproject.toml
 $(MINIO):
 	mkdir -p $(CACHE)/bin
 	GOBIN=$(CURDIR)/$(CACHE)/bin GOFLAGS=-trimpath go install github.com/minio/minio@$(MINIO_VERSION)
+
+# The demo Go program `make run` profiles next to Flamewatch itself.
+$(WORKLOAD): tests/targets/workload/go.mod $(wildcard tests/targets/workload/*.go)
+	mkdir -p $(CACHE)/targets
+	cd tests/targets/workload && go build -o $(CURDIR)/$(WORKLOAD) .
+
+# Flamewatch on its embedded defaults (data under ./data) with the demo program on :6060; Ctrl-C stops both.
+run: $(VENV)/.installed $(WORKLOAD)
+	@echo "Flamewatch: http://localhost:8080 (API under /api/v1, targets at /api/v1/targets); Ctrl-C stops it"
+	@$(WORKLOAD) -addr 127.0.0.1:6060 > $(CACHE)/demo.log 2>&1 & \
+	demo=$$!; trap 'kill $$demo 2>/dev/null' EXIT INT TERM; \
+	$(VENV)/bin/flamewatch all --config.file examples/flamewatch.yaml
 
 test: deps
 	$(PY) -m pytest $(PYTEST_ARGS)

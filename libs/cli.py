@@ -36,7 +36,8 @@ class _Parser(argparse.ArgumentParser):
 
     def add(self, flag: str, help: str, **kwargs):
         env = _env_name(flag)
-        if env in os.environ and kwargs.get("action") != "store_true":
+        boolean = kwargs.get("action") in ("store_true", argparse.BooleanOptionalAction)
+        if env in os.environ and not boolean:
             kwargs["default"] = os.environ[env]
         elif env in os.environ:
             kwargs["default"] = os.environ[env].lower() in ("1", "true", "yes")
@@ -58,9 +59,12 @@ def _storage_flags(p: _Parser) -> None:
     p.add("--storage.s3.prefix", "put every key under this folder of the bucket", dest="s3_prefix", default="")
 
 
-def _common_flags(p: _Parser) -> None:
+def _common_flags(p: _Parser, heap_profiling: bool = False) -> None:
     p.add("--log.level", "debug, info, warning or error", dest="log_level", default="info",
           choices=["debug", "info", "warning", "error"])
+    p.add("--self-profiling.heap", "trace Python allocations so /debug/pprof/heap can answer (costs some "
+          "speed and memory)", dest="heap_profiling", action=argparse.BooleanOptionalAction,
+          default=heap_profiling)
 
 
 def storage_config(args: argparse.Namespace) -> StorageConfig:
@@ -111,6 +115,22 @@ def _querier_parser(sub) -> None:
     p.set_defaults(run=run_querier)
 
 
+def _all_parser(sub) -> None:
+    p = sub.add_parser("all", help="everything in one process: collector, ingester, querier (the default "
+                       "for a laptop)",
+                       description="Run the collector, ingester and querier in one process behind the same "
+                       "interfaces they use when split: REST API and /ingest on --http-address, gRPC on "
+                       "--grpc-address. With no flags: data under ./data (embedded Postgres, filesystem "
+                       "objects), and Flamewatch scrapes its own /debug/pprof endpoints.")
+    p.add("--config.file", "YAML configuration with scrape_configs (default: scrape this process only)",
+          dest="config_file")
+    p.add("--http-address", "HTTP listen address (API, /ingest, /debug/pprof, /metrics)", default=":8080")
+    p.add("--grpc-address", "gRPC listen address (IngestService, QueryService)", default=":8081")
+    _storage_flags(p)
+    _common_flags(p, heap_profiling=True)
+    p.set_defaults(run=run_all)
+
+
 def _collector_parser(sub) -> None:
     p = sub.add_parser("collector", help="scrape pprof endpoints and send the profiles to an ingester",
                        description="Discover targets from the configuration file, scrape their pprof endpoints "
@@ -145,6 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     _ingester_parser(sub)
     _querier_parser(sub)
     _collector_parser(sub)
+    _all_parser(sub)
     _upload_parser(sub)
     return parser
 
@@ -169,7 +190,8 @@ def run_ingester(args: argparse.Namespace) -> int:
             db.close()
             store.close()
 
-        await _serve([http_router(ingester)], config.http_address, config.grpc_address, register_grpc(ingester), stop)
+        await _serve(args, [http_router(ingester)], config.http_address, config.grpc_address,
+                     register_grpc(ingester), stop)
 
     asyncio.run(main())
     return 0
@@ -195,7 +217,7 @@ def run_querier(args: argparse.Namespace) -> int:
             db.close()
             store.close()
 
-        await _serve([router(querier)], config.http_address, config.grpc_address, register_grpc(querier), stop)
+        await _serve(args, [router(querier)], config.http_address, config.grpc_address, register_grpc(querier), stop)
 
     asyncio.run(main())
     return 0
@@ -214,7 +236,79 @@ def run_collector(args: argparse.Namespace) -> int:
         collector = Collector(load, args.ingester_address, args.tenant)
         collector.start()
         asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, _reload_logged, collector)
-        await _serve([http_router(collector)], args.http_address, None, None, collector.stop)
+        await _serve(args, [http_router(collector)], args.http_address, None, None, collector.stop)
+
+    asyncio.run(main())
+    return 0
+
+
+SELF_SCRAPE = """
+scrape_configs:
+  - job_name: flamewatch
+    scrape_interval: 15s
+    static_configs: [{{targets: ["{address}"], labels: {{service_name: flamewatch}}}}]
+    profiling_config:
+      pprof_config:
+        memory: {{path: /debug/pprof/heap}}
+        goroutine: {{enabled: false}}
+        mutex: {{enabled: false}}
+        block: {{enabled: false}}
+"""
+
+
+def _local(address: str) -> str:
+    """An address this process can dial: a wildcard host becomes 127.0.0.1."""
+    host, _, port = address.rpartition(":")
+    return f"{'127.0.0.1' if host in ('', '0.0.0.0', '::', '[::]') else host}:{port}"
+
+
+def run_all(args: argparse.Namespace) -> int:
+    from flamewatch.collector.service import Collector
+    from flamewatch.collector.service import http_router as collector_router
+    from flamewatch.ingester.service import Ingester
+    from flamewatch.ingester.service import http_router as ingest_router
+    from flamewatch.ingester.service import register_grpc as register_ingest
+    from flamewatch.querier.blocks import BlockCache
+    from flamewatch.querier.engine import Querier
+    from flamewatch.querier.paths import PathIndex
+    from flamewatch.querier.rest import router as query_router
+    from flamewatch.querier.service import register_grpc as register_query
+    from flamewatch.scrapeconfig import parse_config
+
+    if args.config_file:
+        load = _config_loader(args.config_file)
+    else:
+        text = SELF_SCRAPE.format(address=_local(args.http_address))
+        load = lambda: parse_config(text, "built-in configuration")  # noqa: E731
+    try:
+        load()
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"flamewatch all: {exc}") from exc
+
+    async def main() -> None:
+        store, db = _open_storage(storage_config(args))
+        ingester = Ingester(IngesterConfig(), store, db)
+        querier_config = QuerierConfig()
+        blocks = BlockCache(store, querier_config.cache_bytes, querier_config.fetch_concurrency, PathIndex())
+        querier = Querier(db, blocks, querier_config)
+        collector = Collector(load, _local(args.grpc_address))
+        ingester.start()
+        collector.start()
+        asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, _reload_logged, collector)
+
+        def register(server) -> None:
+            register_ingest(ingester)(server)
+            register_query(querier)(server)
+
+        async def stop() -> None:
+            await ingester.stop()
+            blocks.close()
+            db.close()
+            store.close()
+
+        routers = [ingest_router(ingester), query_router(querier), collector_router(collector)]
+        await _serve(args, routers, args.http_address, args.grpc_address, register, stop,
+                     before_stop=collector.stop)
 
     asyncio.run(main())
     return 0
@@ -251,11 +345,23 @@ def _open_storage(config: StorageConfig):
     return store, db
 
 
-async def _serve(routers, http_address: str, grpc_address: str, register, stop) -> None:
+async def _serve(args, routers, http_address: str, grpc_address: str | None, register, stop,
+                 before_stop=None) -> None:
+    """Every process serves its routers plus /debug/pprof (itself), /metrics, /healthz and /readyz."""
     from flamewatch.rpc.http import build_app
     from flamewatch.rpc.runtime import serve
+    from flamewatch.selfprofile.routes import router as profiling_router
 
-    await serve(build_app(routers, ready=lambda: True), http_address, grpc_address, register, stop)
+    routers = [*routers, profiling_router(heap_enabled=args.heap_profiling)]
+    _start_heap_tracking(args)  # after start-up: tracing every import would slow it down many times
+    await serve(build_app(routers, ready=lambda: True), http_address, grpc_address, register, stop, before_stop)
+
+
+def _start_heap_tracking(args: argparse.Namespace) -> None:
+    from flamewatch.selfprofile.heap import start_heap_tracking
+
+    if getattr(args, "heap_profiling", False):
+        start_heap_tracking()
 
 
 def run_upload(args: argparse.Namespace) -> int:
@@ -273,7 +379,8 @@ def run_upload(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("pgserver").setLevel(logging.WARNING)  # it logs every command it runs at INFO
+    for chatty in ("pgserver", "httpx"):  # they log every command or request at INFO
+        logging.getLogger(chatty).setLevel(logging.WARNING)
     return args.run(args)
 
 

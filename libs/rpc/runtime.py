@@ -16,7 +16,9 @@ log = logging.getLogger(__name__)
 
 
 async def serve(app: FastAPI, http_address: str, grpc_address: str | None, register_grpc,
-                on_stop: Callable[[], Awaitable[None]]) -> None:
+                on_stop: Callable[[], Awaitable[None]],
+                before_stop: Callable[[], Awaitable[None]] | None = None) -> None:
+    """Serve until SIGINT/SIGTERM; then `before_stop` (servers still up), stop the servers, `on_stop`."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -32,6 +34,8 @@ async def serve(app: FastAPI, http_address: str, grpc_address: str | None, regis
     if http_task in done and http_task.exception():
         raise http_task.exception()
     log.info("shutting down")
+    if before_stop:
+        await before_stop()
     http.should_exit = True
     if grpc_server:
         await grpc_server.stop(grace=5)

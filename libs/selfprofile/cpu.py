@@ -1,0 +1,228 @@
+"""A sampling CPU profiler over the Python threads of this process, answering in pprof.
+
+A background thread wakes every 10 ms (100 Hz) for the requested seconds, reads every thread's stack
+with `sys._current_frames()` (its own thread excepted) and counts identical stacks. Frames become
+functions named `module.qualname` (`co_qualname`) with their file and first line, and locations
+(one per function and line), leaf first. The result has the sample types of Go's CPU profile,
+`samples/count` and `cpu/nanoseconds` (samples x the 10 ms period), so every pprof tool reads it.
+
+Sampling stacks is wall-clock sampling: a thread blocked in a wait would be seen at every tick and
+bury the threads that work. So a thread is sampled for the CPU it used, not the time it existed:
+ - On Linux each thread's CPU time is read from its per-thread CPU clock (`clock_gettime` with the
+   clock id the kernel derives from a thread id; reading a gone thread's clock fails cleanly). Every
+   10 ms of CPU a thread used since it was last charged is one sample of the stack it is seen in,
+   much like Go's SIGPROF: an idle thread (sleeping, in `recv`, waiting for a lock or the GIL) earns
+   none, and one the sampler fell behind on is charged all it used.
+ - Whatever the CPU clock says, a thread whose innermost Python frame is a known idle wait is not
+   sampled: `threading.Condition.wait` (which `Event.wait`, `Queue.get` and `Semaphore.acquire`
+   block in), `Thread.join`, `queue.Queue.get`, the `selectors` `select` methods (an idle asyncio
+   loop), `socket.accept` and an idle `ThreadPoolExecutor` worker. Its CPU then went to bookkeeping
+   just before the wait, which the stack no longer shows.
+ - Where there is no per-thread clock (not Linux, or a thread the `threading` module does not know),
+   that thread is sampled at every tick unless it is in a known idle wait: wall-clock sampling, with
+   `time.sleep` and C-level waits counted as time in their caller.
+
+One CPU profile runs at a time per process; a second request while one runs fails at once with
+`ProfilerBusy` (rather than waiting up to 300 s behind it), as Go's `net/http/pprof` does.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures.thread
+import itertools
+import queue
+import selectors
+import socket
+import sys
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from types import CodeType, FrameType
+
+import numpy as np
+
+from flamewatch.pprof.encode import encode
+from flamewatch.pprof.model import Profile
+from flamewatch.selfprofile.errors import ProfilerBusy
+from flamewatch.selfprofile.stacks import Measure, StackTable
+
+PERIOD_NS = 10_000_000  # 100 Hz
+MIN_SECONDS, MAX_SECONDS = 1, 300
+MAX_DEPTH = 512  # frames kept per stack, leaf first; deeper stacks lose their outermost callers
+
+CPU = Measure(sample_types=(("samples", "count"), ("cpu", "nanoseconds")), period_type=("cpu", "nanoseconds"),
+              period=PERIOD_NS)
+
+_one_at_a_time = threading.Lock()
+
+
+def profile_cpu(seconds: float) -> bytes:
+    """Sample every Python thread for `seconds` (1..300) and return a gzip-compressed pprof CPU profile."""
+    check_seconds(seconds)
+    with _exclusive():
+        return encode(sample_for(seconds))
+
+
+def check_seconds(seconds: float) -> None:
+    if not MIN_SECONDS <= seconds <= MAX_SECONDS:
+        raise ValueError(f"seconds must be between {MIN_SECONDS} and {MAX_SECONDS}, got {seconds}")
+
+
+@contextmanager
+def _exclusive() -> Iterator[None]:
+    if not _one_at_a_time.acquire(blocking=False):
+        raise ProfilerBusy("a CPU profile of this process is already being taken; only one runs at a time, "
+                           "retry when it has finished")
+    try:
+        yield
+    finally:
+        _one_at_a_time.release()
+
+
+def sample_for(seconds: float) -> Profile:
+    """Run the sampler on its own thread for `seconds` and return what it saw (no exclusion)."""
+    sampler = _Sampler()
+    start_wall, start = time.time_ns(), time.monotonic_ns()
+    thread = threading.Thread(target=sampler.run, args=(seconds,), name="flamewatch-cpu-sampler", daemon=True)
+    thread.start()
+    thread.join()
+    if sampler.error is not None:
+        raise sampler.error
+    return sampler.profile(start_wall, time.monotonic_ns() - start)
+
+
+def _idle_waits() -> frozenset[CodeType]:
+    """Code of the Python functions a thread sits in while it waits for something to do."""
+    waits: list[object] = [threading.Condition.wait, getattr(threading.Thread, "_wait_for_tstate_lock", None),
+                           queue.Queue.get, socket.socket.accept, getattr(concurrent.futures.thread, "_worker", None)]
+    waits += [kind.select for kind in vars(selectors).values()
+              if isinstance(kind, type) and issubclass(kind, selectors.BaseSelector) and "select" in vars(kind)]
+    return frozenset(code for code in (getattr(w, "__code__", None) for w in waits) if code is not None)
+
+
+_IDLE_WAITS = _idle_waits()
+
+
+class _Sampler:
+    def __init__(self) -> None:
+        self.error: BaseException | None = None
+        self._table = StackTable()
+        self._counts: dict[tuple[int, ...], int] = {}  # stack (location ids, leaf first) -> samples
+        self._location_of: dict[tuple[CodeType, int], int] = {}
+        self._function_of: dict[CodeType, int] = {}
+        self._clocks = _ThreadClocks()
+        self._own_ident = 0
+
+    def run(self, seconds: float) -> None:
+        try:
+            self._own_ident = threading.get_ident()
+            self._loop(time.monotonic() + seconds)
+        except BaseException as exc:  # handed to the requesting thread, which raises it
+            self.error = exc
+
+    def _loop(self, deadline: float) -> None:
+        period = PERIOD_NS / 1e9
+        self._clocks.start(sys._current_frames().keys())
+        tick = time.monotonic()
+        while tick < deadline:
+            tick = min(tick + period, deadline)
+            time.sleep(max(0.0, tick - time.monotonic()))
+            self.sample()
+            if time.monotonic() - tick > period:  # fallen behind: skip the missed ticks, the CPU clocks kept count
+                tick = time.monotonic()
+
+    def sample(self) -> None:
+        frames = sys._current_frames()
+        self._clocks.track(frames.keys())
+        for ident, frame in frames.items():
+            if ident == self._own_ident:
+                continue
+            owed = self._clocks.owed(ident)
+            if owed and frame.f_code not in _IDLE_WAITS:
+                stack = self._stack(frame)
+                self._counts[stack] = self._counts.get(stack, 0) + owed
+
+    def _stack(self, frame: FrameType | None) -> tuple[int, ...]:
+        stack = []
+        location_of = self._location_of
+        while frame is not None and len(stack) < MAX_DEPTH:
+            key = (frame.f_code, frame.f_lineno or 0)
+            location = location_of.get(key)
+            if location is None:
+                location = location_of[key] = self._new_location(frame)
+            stack.append(location)
+            frame = frame.f_back
+        return tuple(stack)
+
+    def _new_location(self, frame: FrameType) -> int:
+        code = frame.f_code
+        function = self._function_of.get(code)
+        if function is None:
+            module = frame.f_globals.get("__name__")
+            name = f"{module}.{code.co_qualname}" if module else code.co_qualname
+            function = self._function_of[code] = self._table.function(name, code.co_filename, code.co_firstlineno)
+        return self._table.location(function, frame.f_lineno or 0)
+
+    def profile(self, time_nanos: int, duration_nanos: int) -> Profile:
+        stacks = list(self._counts)
+        depths = np.fromiter(map(len, stacks), np.int64, len(stacks))
+        locations = np.fromiter(itertools.chain.from_iterable(stacks), np.uint64, int(depths.sum()))
+        counts = np.fromiter(self._counts.values(), np.int64, len(stacks))
+        values = np.stack([counts, counts * PERIOD_NS], axis=1)
+        return self._table.profile(CPU, locations, depths, values, time_nanos, duration_nanos)
+
+
+class _ThreadClocks:
+    """How many samples each thread has earned by the CPU time it used since it was last charged."""
+
+    def __init__(self) -> None:
+        self._enabled = _thread_clocks_work()
+        self._idents: frozenset[int] = frozenset()
+        self._native: dict[int, int] = {}  # thread ident -> kernel thread id
+        self._charged: dict[int, int] = {}  # kernel thread id -> CPU ns already turned into samples
+
+    def start(self, idents: Iterable[int]) -> None:
+        """Take every thread's CPU time now as the baseline, so CPU used before the profile is not counted."""
+        self.track(idents)
+        for ident in self._idents:
+            self.owed(ident)
+
+    def track(self, idents: Iterable[int]) -> None:
+        idents = frozenset(idents)
+        if self._enabled and idents != self._idents:  # a thread started or ended: idents may be reused
+            self._native = {t.ident: t.native_id for t in threading.enumerate()
+                            if t.ident is not None and t.native_id is not None}
+        self._idents = idents
+
+    def owed(self, ident: int) -> int:
+        native = self._native.get(ident)
+        if native is None:
+            return 1  # no CPU clock for this thread: wall-clock sampling
+        try:
+            used = time.clock_gettime_ns(_thread_clock_id(native))
+        except OSError:  # the thread has ended
+            self._charged.pop(native, None)
+            return 0
+        charged = self._charged.get(native)
+        if charged is None or used < charged:  # first seen, or a new thread that reuses the id
+            self._charged[native] = used
+            return 0
+        owed = (used - charged) // PERIOD_NS
+        self._charged[native] = charged + owed * PERIOD_NS
+        return owed
+
+
+def _thread_clock_id(native_id: int) -> int:
+    """Linux's clock id for a thread's CPU time (`MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)`)."""
+    return ((~native_id) << 3) | 6
+
+
+def _thread_clocks_work() -> bool:
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        time.clock_gettime_ns(_thread_clock_id(threading.get_native_id()))
+    except (OSError, OverflowError):
+        return False
+    return True

@@ -1,0 +1,262 @@
+"""Profiles of the test process itself: CPU by sampling threads, heap from tracemalloc, and their HTTP routes.
+
+The workloads are functions with names found nowhere else, so a profile can be searched for them:
+a thread burning CPU must own most of a CPU profile, threads waiting in every usual way must be absent,
+and memory kept by one function must be charged to it.
+"""
+
+import asyncio
+import importlib
+import socket
+import sys
+import threading
+import time
+import tracemalloc
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+
+import flamewatch.selfprofile
+from flamewatch.pprof import Profile, decode, validate
+from flamewatch.rpc.http import build_app
+from flamewatch.selfprofile import ProfilerBusy, profile_cpu, profile_heap, router, start_heap_tracking
+from flamewatch.selfprofile.enclosing import FunctionIndex
+
+MB = 1 << 20
+
+
+def burn_cpu_for_test(stop: threading.Event) -> int:
+    total = 0
+    while not stop.is_set():
+        total += sum(i * i for i in range(2000))
+    return total
+
+
+def idle_sleep_for_test(stop: threading.Event) -> None:
+    while not stop.is_set():
+        time.sleep(0.05)
+
+
+def idle_wait_for_test(stop: threading.Event) -> None:
+    stop.wait()
+
+
+def idle_recv_for_test(sock: socket.socket) -> None:
+    sock.recv(1)
+
+
+@pytest.fixture
+def workload() -> Iterator[None]:
+    """One thread burning CPU and three waiting: sleeping, on an event, in a socket read."""
+    stop = threading.Event()
+    reader, writer = socket.socketpair()
+    threads = [threading.Thread(target=f, args=(a,), daemon=True)
+               for f, a in [(burn_cpu_for_test, stop), (idle_sleep_for_test, stop), (idle_wait_for_test, stop),
+                            (idle_recv_for_test, reader)]]
+    for thread in threads:
+        thread.start()
+    yield
+    stop.set()
+    writer.send(b"x")
+    for thread in threads:
+        thread.join()
+    reader.close()
+    writer.close()
+
+
+@pytest.fixture
+def heap_tracking() -> Iterator[None]:
+    started = start_heap_tracking(frames=32)
+    yield
+    if started:
+        tracemalloc.stop()
+
+
+def stacks(p: Profile) -> list[list[str]]:
+    names = p.strings[p.functions.name[p.locations.line_function_id.astype(np.int64) - 1]]
+    return [list(names[p.samples.locations[a:b].astype(np.int64) - 1])
+            for a, b in zip(p.samples.offsets[:-1], p.samples.offsets[1:])]
+
+
+def cum(p: Profile, function: str, column: int) -> int:
+    """The value of the samples with `function` (its unqualified name) on their stack."""
+    return sum(int(p.samples.values[i, column]) for i, stack in enumerate(stacks(p))
+               if any(name.rsplit(".", 1)[-1] == function for name in stack))
+
+
+def decoded(data: bytes) -> Profile:
+    assert data[:2] == b"\x1f\x8b"
+    p = decode(data)
+    validate(p)
+    return p
+
+
+def test_cpu_profile_is_the_busy_thread(workload):
+    p = decoded(profile_cpu(1))
+    assert p.sample_type_names() == [("samples", "count"), ("cpu", "nanoseconds")]
+    assert (p.string(p.period_type[0]), p.string(p.period_type[1]), p.period) == ("cpu", "nanoseconds", 10_000_000)
+    assert abs(p.time_nanos - time.time_ns()) < 5e9 and 0.9e9 < p.duration_nanos < 3e9
+    np.testing.assert_array_equal(p.samples.values[:, 1], p.samples.values[:, 0] * 10_000_000)
+    total = int(p.samples.values[:, 1].sum())
+    assert total >= 200_000_000, "a thread busy for 1 s earns at least 20 samples even on a loaded machine"
+    assert cum(p, "burn_cpu_for_test", 1) >= 0.8 * total
+    for idle in ("idle_sleep_for_test", "idle_wait_for_test", "idle_recv_for_test"):
+        assert cum(p, idle, 0) == 0, idle
+
+
+def test_cpu_profile_frames_are_qualified_and_leaf_first(workload):
+    p = decoded(profile_cpu(1))
+    burning = [s for s in stacks(p) if any(n.endswith(".burn_cpu_for_test") for n in s)]
+    assert burning
+    for stack in burning:
+        assert stack[-1] == "threading.Thread._bootstrap"  # the root is last
+        assert stack[stack.index(f"{__name__}.burn_cpu_for_test") + 1] == "threading.Thread.run"
+    function = next(i for i, n in enumerate(p.functions.name) if p.string(n).endswith(".burn_cpu_for_test"))
+    assert p.string(p.functions.filename[function]) == __file__
+    assert p.functions.start_line[function] == burn_cpu_for_test.__code__.co_firstlineno
+    lines = p.locations.line_line[p.locations.line_function_id == p.functions.id[function]]
+    assert set(lines) <= set(range(burn_cpu_for_test.__code__.co_firstlineno, 40))
+    keys = list(zip(p.locations.line_function_id.tolist(), p.locations.line_line.tolist()))
+    assert len(keys) == len(set(keys)), "one location per function and line"
+
+
+def test_one_cpu_profile_at_a_time():
+    barrier, outcomes = threading.Barrier(2), []
+
+    def take() -> None:
+        barrier.wait()
+        try:
+            profile_cpu(1)
+            outcomes.append("profile")
+        except ProfilerBusy as exc:
+            outcomes.append(str(exc))
+
+    threads = [threading.Thread(target=take) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes) == ["a CPU profile of this process is already being taken; only one runs at a time, "
+                                "retry when it has finished", "profile"]
+
+
+@pytest.mark.parametrize("seconds", [0, 0.5, 301, -1])
+def test_cpu_seconds_out_of_range(seconds):
+    with pytest.raises(ValueError, match=f"^seconds must be between 1 and 300, got {seconds}$"):
+        profile_cpu(seconds)
+
+
+def allocate_for_test() -> list[bytearray]:
+    return [bytearray(64 * 1024) for _ in range(6 * 16)]  # 6 MB in 64 KB blocks
+
+
+def test_heap_profile_charges_the_allocating_function(heap_tracking):
+    kept = allocate_for_test()
+    p = decoded(profile_heap())
+    assert p.sample_type_names() == [("inuse_objects", "count"), ("inuse_space", "bytes")]
+    assert (p.string(p.period_type[0]), p.string(p.period_type[1]), p.period) == ("space", "bytes", 1)
+    assert cum(p, "allocate_for_test", 1) >= 6 * MB
+    assert cum(p, "allocate_for_test", 0) >= 96
+    leafs = {stack[0] for stack in stacks(p) if any(n.endswith(".allocate_for_test") for n in stack)}
+    assert leafs == {f"{__name__}.allocate_for_test"}
+    assert cum(p, "test_heap_profile_charges_the_allocating_function", 1) >= 6 * MB  # callers follow the leaf
+    del kept
+
+
+def test_heap_profile_needs_tracemalloc():
+    assert not tracemalloc.is_tracing()
+    with pytest.raises(ValueError, match="^heap profiling is not enabled in this process: it needs tracemalloc"):
+        profile_heap()
+
+
+SAMPLE_MODULE = """\
+import functools
+def outer():
+    def inner():
+        return [x for x in range(3)]
+    return inner
+class Shape:
+    sides = 4
+    @functools.lru_cache
+    def area(self):
+        return (lambda: 1)()
+    corners = sides
+async def fetch():
+    pass
+after = 1
+"""
+
+
+def test_enclosing_function_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    (tmp_path / "sample_module.py").write_text(SAMPLE_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("sample_module")
+    monkeypatch.delitem(sys.modules, "sample_module")
+    index, name = FunctionIndex(), module.__file__
+    expected = {1: ("sample_module.<module>", 1), 2: ("sample_module.outer", 2),
+                4: ("sample_module.outer.<locals>.inner", 3), 5: ("sample_module.outer", 2),
+                7: ("sample_module.<module>", 1), 10: ("sample_module.Shape.area", 8),
+                11: ("sample_module.<module>", 1), 13: ("sample_module.fetch", 12), 14: ("sample_module.<module>", 1)}
+    assert {line: index.function_at(name, line) for line in expected} == expected
+    assert index.function_at(str(tmp_path / "gone.py"), 7) == (f"{tmp_path / 'gone.py'}:7", 0)
+    first = allocate_for_test.__code__.co_firstlineno
+    assert index.function_at(__file__, first + 1) == (f"{__name__}.allocate_for_test", first)
+
+
+def get(heap_enabled: bool, path: str) -> httpx.Response:
+    """One request to an app serving the router, in process (Starlette's TestClient warns about httpx)."""
+    async def request() -> httpx.Response:
+        transport = httpx.ASGITransport(app=build_app([router(heap_enabled)], lambda: True))
+        async with httpx.AsyncClient(transport=transport, base_url="http://flamewatch") as client:
+            return await client.get(path)
+
+    return asyncio.run(request())
+
+
+def test_cpu_route_serves_gzip_pprof(workload):
+    cpu = get(True, "/debug/pprof/profile?seconds=1")
+    assert cpu.status_code == 200, cpu.text
+    assert cpu.headers["content-type"] == "application/octet-stream"
+    assert cum(decoded(cpu.content), "burn_cpu_for_test", 1) > 0
+
+
+def test_heap_route_serves_gzip_pprof(heap_tracking):
+    kept = allocate_for_test()
+    heap = get(True, "/debug/pprof/heap?gc=1")
+    assert heap.status_code == 200, heap.text
+    assert heap.headers["content-type"] == "application/octet-stream"
+    assert cum(decoded(heap.content), "allocate_for_test", 1) >= 6 * MB
+    del kept
+
+
+@pytest.mark.parametrize(("query", "message"), [
+    ("seconds=0", "seconds must be between 1 and 300, got 0"),
+    ("seconds=301", "seconds must be between 1 and 300, got 301"),
+    ("seconds=ten", "invalid request: query.seconds: Input should be a valid integer, unable to parse string as "
+                    "an integer"),
+])
+def test_route_rejects_bad_seconds(query, message):
+    response = get(False, f"/debug/pprof/profile?{query}")
+    assert (response.status_code, response.json()) == (400, {"error": message})
+
+
+def test_heap_route_when_disabled():
+    response = get(False, "/debug/pprof/heap")
+    assert response.status_code == 400
+    assert response.json()["error"].startswith("heap profiling is disabled in this service")
+
+
+def test_heap_route_when_enabled_but_not_tracing():
+    response = get(True, "/debug/pprof/heap")
+    assert response.status_code == 400
+    assert response.json()["error"].startswith("heap profiling is not enabled in this process")
+
+
+def test_exports():
+    assert sorted(flamewatch.selfprofile.__all__) == [
+        "HeapProfilingDisabled", "ProfilerBusy", "SelfProfileError", "profile_cpu", "profile_heap", "router",
+        "start_heap_tracking",
+    ]

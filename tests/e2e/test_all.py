@@ -1,0 +1,112 @@
+"""`flamewatch all` and `make run` started as a user would: subprocesses, embedded storage in a temp
+dir, probed over HTTP, stopped with SIGTERM."""
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from e2e.cluster import FLAMEWATCH
+from infra import gotargets
+from infra.ports import free_port
+
+pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.go]
+
+ROOT = Path(__file__).resolve().parents[2]
+CPU = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
+HEAP = "memory:inuse_space:bytes:space:bytes"
+CONFIG = """
+scrape_configs:
+  - job_name: demo
+    scrape_interval: 3s
+    static_configs: [{{targets: ["{demo}"], labels: {{service_name: demo}}}}]
+  - job_name: flamewatch
+    scrape_interval: 3s
+    static_configs: [{{targets: ["{self}"], labels: {{service_name: flamewatch}}}}]
+    profiling_config:
+      pprof_config:
+        memory: {{path: /debug/pprof/heap}}
+        goroutine: {{enabled: false}}
+        mutex: {{enabled: false}}
+        block: {{enabled: false}}
+"""
+
+
+def wait_for(check, timeout_s: float, what: str, log: Path | None = None):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            result = check()
+        except httpx.HTTPError:
+            result = None
+        if result:
+            return result
+        time.sleep(0.5)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}" + (f"\n{log.read_text()}" if log else ""))
+
+
+def top_names(url: str, query: str) -> set[str]:
+    r = httpx.get(url + "/api/v1/query", params={"query": query, "from": "now-10m", "format": "top",
+                                                 "max_nodes": "10000"}, timeout=30)
+    return {e["name"] for e in r.json()["top"]["entries"]} if r.status_code == 200 else set()
+
+
+def start_all(workdir: Path, config: Path, http_port: int, grpc_port: int) -> subprocess.Popen:
+    with (workdir / "all.log").open("ab") as log:  # the child keeps its own descriptor
+        return subprocess.Popen([str(FLAMEWATCH), "all", "--config.file", str(config), "--http-address",
+                                 f"127.0.0.1:{http_port}", "--grpc-address", f"127.0.0.1:{grpc_port}"],
+                                cwd=workdir, stdout=log, stderr=subprocess.STDOUT)
+
+
+def stop(process: subprocess.Popen) -> int:
+    process.send_signal(signal.SIGTERM)
+    return process.wait(60)
+
+
+def test_flamewatch_all_profiles_a_go_program_and_itself_and_keeps_the_data(tmp_path):
+    demo = gotargets.GoTarget(gotargets.build("workload"), tmp_path / "demo.log")
+    demo.start()
+    http_port, grpc_port = free_port(), free_port()
+    url = f"http://127.0.0.1:{http_port}"
+    config = tmp_path / "flamewatch.yaml"
+    config.write_text(CONFIG.format(demo=demo.addr, self=f"127.0.0.1:{http_port}"))
+    log = tmp_path / "all.log"
+    try:
+        process = start_all(tmp_path, config, http_port, grpc_port)
+        wait_for(lambda: "main.cpuFibonacci" in top_names(url, CPU + '{service_name="demo"}'), 90,
+                 "the demo program's CPU profile", log)
+        own_heap = wait_for(lambda: top_names(url, HEAP + '{service_name="flamewatch"}'), 90,
+                            "Flamewatch's own heap profile", log)
+        assert any(name.startswith("flamewatch.") for name in own_heap), sorted(own_heap)[:20]
+        assert (tmp_path / "data" / "postgres").is_dir() and (tmp_path / "data" / "objects").is_dir()
+        assert stop(process) == 0, log.read_text()
+
+        process = start_all(tmp_path, config, http_port, grpc_port)
+        wait_for(lambda: httpx.get(url + "/readyz").status_code == 200, 60, "the restart", log)
+        assert "main.cpuFibonacci" in top_names(url, CPU + '{service_name="demo"}')
+        assert stop(process) == 0, log.read_text()
+    finally:
+        demo.stop()
+
+
+def test_make_run_starts_flamewatch_with_the_demo_program(tmp_path):
+    env = {**os.environ, "FLAMEWATCH_DATA_DIR": str(tmp_path / "data")}
+    log = tmp_path / "make-run.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(["make", "run"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+    try:
+        url = "http://127.0.0.1:8080"
+        wait_for(lambda: httpx.get(url + "/readyz").status_code == 200, 180, "make run to serve :8080", log)
+        targets = wait_for(lambda: [t for t in httpx.get(url + "/api/v1/targets").json()["data"]["activeTargets"]
+                                    if t["health"] == "up" and t["scrapePool"] == "demo"], 60, "demo targets up", log)
+        assert {t["labels"]["service_name"] for t in targets} == {"demo"}
+        wait_for(lambda: "main.cpuFibonacci" in top_names(url, CPU + '{service_name="demo"}'), 90,
+                 "the demo program's CPU profile", log)
+    finally:
+        os.killpg(process.pid, signal.SIGINT)
+        process.wait(60)
+    assert (tmp_path / "data" / "postgres").is_dir(), "make run did not use FLAMEWATCH_DATA_DIR"

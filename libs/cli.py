@@ -3,6 +3,8 @@
     flamewatch ingester   receive pprof pushes and store them (gRPC + HTTP /ingest)
     flamewatch querier    answer queries (gRPC QueryService + REST /api/v1)
     flamewatch collector  scrape pprof endpoints on schedule and push to an ingester
+    flamewatch frontend   serve the web UI and pass /api to a querier
+    flamewatch all        all of them in one process, on embedded storage
     flamewatch upload     push pprof files to a running ingester
 
 Flags may also be given as environment variables: FLAMEWATCH_<FLAG>, upper-cased with dots and dashes
@@ -25,6 +27,9 @@ from flamewatch.storage.objstore import FilesystemConfig, S3Config
 from flamewatch.storage.postgres import PostgresConfig
 
 log = logging.getLogger("flamewatch")
+
+# Where the UI's build lands in a checkout (`make ui`).
+DEFAULT_UI_DIR = Path(__file__).resolve().parent.parent / "services" / "frontend" / "ui" / "dist"
 
 
 def _env_name(flag: str) -> str:
@@ -131,6 +136,18 @@ def _all_parser(sub) -> None:
     p.set_defaults(run=run_all)
 
 
+def _frontend_parser(sub) -> None:
+    p = sub.add_parser("frontend", help="serve the web UI and pass /api to the querier",
+                       description="Serve the web UI build and proxy /api/* to a querier, so a browser needs "
+                       "one address.")
+    p.add("--http-address", "HTTP listen address", default=":8080")
+    p.add("--querier.url", "the querier's HTTP base URL", dest="querier_url", default="http://127.0.0.1:4200")
+    p.add("--ui.dir", "the UI build (index.html, assets/); without one a page points at the API", dest="ui_dir",
+          default=str(DEFAULT_UI_DIR))
+    _common_flags(p)
+    p.set_defaults(run=run_frontend)
+
+
 def _collector_parser(sub) -> None:
     p = sub.add_parser("collector", help="scrape pprof endpoints and send the profiles to an ingester",
                        description="Discover targets from the configuration file, scrape their pprof endpoints "
@@ -165,6 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
     _ingester_parser(sub)
     _querier_parser(sub)
     _collector_parser(sub)
+    _frontend_parser(sub)
     _all_parser(sub)
     _upload_parser(sub)
     return parser
@@ -265,6 +283,7 @@ def _local(address: str) -> str:
 def run_all(args: argparse.Namespace) -> int:
     from flamewatch.collector.service import Collector
     from flamewatch.collector.service import http_router as collector_router
+    from flamewatch.frontend.service import ui_router
     from flamewatch.ingester.service import Ingester
     from flamewatch.ingester.service import http_router as ingest_router
     from flamewatch.ingester.service import register_grpc as register_ingest
@@ -306,9 +325,24 @@ def run_all(args: argparse.Namespace) -> int:
             db.close()
             store.close()
 
-        routers = [ingest_router(ingester), query_router(querier), collector_router(collector)]
+        routers = [ingest_router(ingester), query_router(querier), collector_router(collector),
+                   ui_router(DEFAULT_UI_DIR)]
         await _serve(args, routers, args.http_address, args.grpc_address, register, stop,
                      before_stop=collector.stop)
+
+    asyncio.run(main())
+    return 0
+
+
+def run_frontend(args: argparse.Namespace) -> int:
+    import httpx
+
+    from flamewatch.frontend.service import api_proxy_router, ui_router
+
+    async def main() -> None:
+        client = httpx.AsyncClient(timeout=600)
+        routers = [api_proxy_router(args.querier_url, client), ui_router(Path(args.ui_dir))]
+        await _serve(args, routers, args.http_address, None, None, client.aclose)
 
     asyncio.run(main())
     return 0

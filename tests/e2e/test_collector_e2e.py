@@ -98,3 +98,38 @@ def test_reload_applies_a_good_file_and_keeps_running_on_a_bad_one(collector, go
 
 def pools(url: str) -> set[str]:
     return {t["scrapePool"] for t in httpx.get(url + "/api/v1/targets").json()["data"]["activeTargets"]}
+
+
+@pytest.fixture
+def frontend(cluster: Cluster, tmp_path: Path):
+    port = free_port()
+    with (tmp_path / "frontend.log").open("wb") as log:
+        process = subprocess.Popen([str(FLAMEWATCH), "frontend", "--http-address", f"127.0.0.1:{port}",
+                                    "--querier.url", cluster.querier_url, "--ui.dir", str(tmp_path / "no-ui")],
+                                   stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: _ready(url), 30, "the frontend to answer")
+        yield url
+    finally:
+        process.terminate()
+        assert process.wait(30) == 0, (tmp_path / "frontend.log").read_text()
+
+
+def test_four_services_as_processes_answer_through_the_frontend(cluster: Cluster, collector, frontend):
+    """collector → ingester (gRPC) → MinIO + Postgres ← querier ← frontend (/api proxied)."""
+    cpu = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
+    headers = {"X-Scope-OrgID": TENANT}
+
+    def flamegraph_names():
+        r = httpx.get(frontend + "/api/v1/query", params={"query": cpu + '{job="demo"}', "from": "now-5m",
+                                                          "max_nodes": "10000"}, headers=headers)
+        return set(r.json()["flamegraph"]["names"]) if r.status_code == 200 else set()
+
+    names = wait_for(flamegraph_names, 40, "a CPU flamegraph through the frontend")
+    assert "main.cpuFibonacci" in names
+    r = httpx.get(frontend + "/api/v1/query", params={"query": "nope{"}, headers=headers)
+    assert r.status_code == 400 and r.json()["error"].startswith("invalid selector")
+    page = httpx.get(frontend + "/")
+    assert page.status_code == 200 and "The web UI is not built" in page.text
+    assert httpx.get(frontend + "/assets/../../etc/passwd").status_code == 404

@@ -1,0 +1,1 @@
+"""The frontend: the web UI and one address for the whole API."""

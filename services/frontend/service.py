@@ -1,0 +1,61 @@
+"""The frontend: the web UI, and `/api/*` passed on to the querier so a browser needs one address.
+
+Inputs: the UI build (`index.html` and `assets/`, made by the UI's build), and the querier's HTTP API.
+Outputs: `/` (the UI, or a page pointing at the API while no UI is built), `/assets/*`, and `/api/*`
+proxied with its query string and tenant header. In `flamewatch all` the API is served by the same
+process, so only the UI routes are mounted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+from fastapi import APIRouter, Request
+from fastapi.responses import FileResponse, HTMLResponse, Response
+
+from flamewatch.rpc.errors import NotFoundError
+
+_FORWARDED_HEADERS = ("x-scope-orgid", "accept", "content-type")
+_NO_UI = """<!doctype html><title>Flamewatch</title>
+<h1>Flamewatch</h1>
+<p>The web UI is not built in this installation. The API answers under <code>/api/v1/</code>:
+<a href="/api/v1/profile_types">profile types</a>, <a href="/api/v1/labels">labels</a>,
+<a href="/api/v1/targets">scrape targets</a> (collector), and
+<code>/api/v1/query?query=&lt;profile type&gt;{selector}&amp;format=flamegraph|top|tree|pprof</code>.</p>
+"""
+
+
+def ui_router(ui_dir: Path | None) -> APIRouter:
+    router = APIRouter()
+    index = ui_dir / "index.html" if ui_dir else None
+
+    @router.get("/", include_in_schema=False)
+    def home() -> Response:
+        if index and index.is_file():
+            return FileResponse(index)
+        return HTMLResponse(_NO_UI)
+
+    @router.get("/assets/{path:path}", include_in_schema=False)
+    def asset(path: str) -> Response:
+        root = (ui_dir / "assets").resolve() if ui_dir else None
+        target = (root / path).resolve() if root else None
+        if target is None or not target.is_relative_to(root) or not target.is_file():
+            raise NotFoundError(f"no UI asset {path!r}")
+        return FileResponse(target)
+
+    return router
+
+
+def api_proxy_router(querier_url: str, client: httpx.AsyncClient) -> APIRouter:
+    router = APIRouter()
+
+    @router.api_route("/api/{path:path}", methods=["GET", "POST"], include_in_schema=False)
+    async def proxy(path: str, request: Request) -> Response:
+        headers = {k: v for k, v in request.headers.items() if k.lower() in _FORWARDED_HEADERS}
+        upstream = await client.request(request.method, f"{querier_url.rstrip('/')}/api/{path}",
+                                        params=request.query_params, headers=headers, content=await request.body())
+        kept = {k: v for k, v in upstream.headers.items() if k.lower() in ("content-type", "content-disposition")}
+        return Response(upstream.content, status_code=upstream.status_code, headers=kept)
+
+    return router

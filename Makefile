@@ -46,3 +46,4 @@ lint: $(VENV)/.installed
 
 bench: deps
 	$(PY) bench/run.py
+	$(PY) bench/collector.py

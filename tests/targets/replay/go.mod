@@ -1,0 +1,3 @@
+module flamewatch/tests/targets/replay
+
+go 1.22

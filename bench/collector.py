@@ -11,6 +11,7 @@ the collector process with psutil over the measured window, after one warm-up in
 from __future__ import annotations
 
 import argparse
+import socket
 import subprocess
 import sys
 import tempfile
@@ -46,6 +47,23 @@ def capture(workdir: Path) -> Path:
     return folder
 
 
+def free_range(count: int, start: int = 30000) -> int:
+    """The first port of `count` consecutive ports that can all be bound now."""
+    for first in range(start, 60000 - count, count):
+        if all(_bindable(p) for p in range(first, first + count)):
+            return first
+    raise SystemExit(f"no {count} consecutive free ports")
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
 def wait_http(url: str, timeout_s: float = 60) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -77,10 +95,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         profiles, replay = capture(work), build_replay()
-        first = free_port()
-        first = 21000 if first + args.targets > 65000 else first
+        first = free_range(args.targets)
         targets = subprocess.Popen([str(replay), "-dir", str(profiles), "-first-port", str(first), "-ports",
                                     str(args.targets)], stdout=subprocess.DEVNULL)
+        time.sleep(1)
+        if targets.poll() is not None:
+            raise SystemExit("the replay server could not start (see its message above)")
         addresses = ", ".join(f'"127.0.0.1:{p}"' for p in range(first, first + args.targets))
         config = work / "collector.yaml"
         config.write_text(f"scrape_configs:\n  - job_name: fleet\n    scrape_interval: 10s\n"

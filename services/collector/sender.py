@@ -37,11 +37,11 @@ class Outgoing:
 
 
 class Sender:
-    def __init__(self, address: str, *, tenant: str = "anonymous", queue_size: int = 2000, max_batch: int = 32,
-                 timeout_s: float = 30.0, max_backoff_s: float = 30.0):
+    def __init__(self, address: str, *, tenant: str = "anonymous", queue_size: int = 5000, max_batch: int = 200,
+                 concurrency: int = 4, timeout_s: float = 30.0, max_backoff_s: float = 30.0):
         self._address, self._tenant = address, tenant
         self._queue: deque[Outgoing] = deque()
-        self._queue_size, self._max_batch = queue_size, max_batch
+        self._queue_size, self._max_batch, self._concurrency = queue_size, max_batch, concurrency
         self._timeout_s, self._max_backoff_s = timeout_s, max_backoff_s
         self._ready = asyncio.Event()
         self._channel: grpc.aio.Channel | None = None
@@ -71,16 +71,20 @@ class Sender:
             self._drops_unlogged, self._last_drop_log = 0, now
 
     async def run(self) -> None:
-        """Send until cancelled."""
+        """Send until cancelled, with several pushes in flight: each waits about a flush interval for
+        durability, so one at a time would cap throughput at one batch per interval."""
         self._channel = grpc.aio.insecure_channel(self._address, options=[
             ("grpc.max_send_message_length", 64 << 20)])
         stub = ingest_pb2_grpc.IngestServiceStub(self._channel)
         try:
-            while True:
-                await self._ready.wait()
-                await self._send_batch(stub)
+            await asyncio.gather(*(self._worker(stub) for _ in range(self._concurrency)))
         finally:
             await self._channel.close()
+
+    async def _worker(self, stub) -> None:
+        while True:
+            await self._ready.wait()
+            await self._send_batch(stub)
 
     async def flush(self, deadline_s: float) -> None:
         """Wait up to deadline_s for the queue to drain (at shutdown)."""
@@ -96,11 +100,11 @@ class Sender:
             self._ready.clear()
         if not batch:
             return
-        self._inflight = len(batch)
+        self._inflight += len(batch)
         try:
             await self._push(stub, batch)
         finally:
-            self._inflight = 0
+            self._inflight -= len(batch)
 
     async def _push(self, stub, batch: list[Outgoing]) -> None:
         request = ingest_pb2.PushRequest(series=[_series(o) for o in batch])

@@ -157,6 +157,7 @@ def _collector_parser(sub) -> None:
     p.add("--ingester.address", "the ingester's gRPC address", dest="ingester_address", default="127.0.0.1:4101")
     p.add("--tenant", "tenant the profiles are stored under", default="anonymous")
     p.add("--http-address", "HTTP listen address (/api/v1/targets, /-/reload, /metrics)", default=":4300")
+    p.add("--grpc-address", "gRPC listen address (CollectorService)", default=":4301")
     _common_flags(p)
     p.set_defaults(run=run_collector)
 
@@ -242,7 +243,7 @@ def run_querier(args: argparse.Namespace) -> int:
 
 
 def run_collector(args: argparse.Namespace) -> int:
-    from flamewatch.collector.service import Collector, http_router
+    from flamewatch.collector.service import Collector, http_router, register_grpc
 
     load = _config_loader(args.config_file)
     try:
@@ -254,7 +255,8 @@ def run_collector(args: argparse.Namespace) -> int:
         collector = Collector(load, args.ingester_address, args.tenant)
         collector.start()
         asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, _reload_logged, collector)
-        await _serve(args, [http_router(collector)], args.http_address, None, None, collector.stop)
+        await _serve(args, [http_router(collector)], args.http_address, args.grpc_address, register_grpc(collector),
+                     collector.stop)
 
     asyncio.run(main())
     return 0
@@ -283,6 +285,7 @@ def _local(address: str) -> str:
 def run_all(args: argparse.Namespace) -> int:
     from flamewatch.collector.service import Collector
     from flamewatch.collector.service import http_router as collector_router
+    from flamewatch.collector.service import register_grpc as register_collector
     from flamewatch.frontend.service import ui_router
     from flamewatch.ingester.service import Ingester
     from flamewatch.ingester.service import http_router as ingest_router
@@ -318,6 +321,7 @@ def run_all(args: argparse.Namespace) -> int:
         def register(server) -> None:
             register_ingest(ingester)(server)
             register_query(querier)(server)
+            register_collector(collector)(server)
 
         async def stop() -> None:
             await ingester.stop()

@@ -10,11 +10,14 @@ import asyncio
 import logging
 from collections.abc import Callable
 
+import grpc
 from fastapi import APIRouter
 
+from flamewatch.api.flamewatch.v1 import collector_pb2, collector_pb2_grpc, types_pb2
 from flamewatch.collector.discovery.manager import DiscoveryManager
 from flamewatch.collector.manager import ScrapeManager, TargetStatus
 from flamewatch.collector.sender import Sender
+from flamewatch.rpc.grpc_server import handled
 from flamewatch.scrapeconfig import FileConfig
 from flamewatch.timerange import format_ns
 
@@ -83,3 +86,30 @@ def http_router(collector: Collector) -> APIRouter:
         return {"status": "success"}
 
     return router
+
+
+def _pairs(labels: dict[str, str]) -> list[types_pb2.LabelPair]:
+    return [types_pb2.LabelPair(name=k, value=v) for k, v in sorted(labels.items())]
+
+
+def _status_proto(s: TargetStatus) -> collector_pb2.ScrapeTargetStatus:
+    t, h = s.target, s.health
+    return collector_pb2.ScrapeTargetStatus(
+        job=t.job, profile_type=t.profile_name, scrape_url=t.url, labels=_pairs(t.labels),
+        discovered_labels=_pairs(t.discovered), health=h.health, last_scrape_ns=h.last_scrape_ns,
+        last_scrape_duration_seconds=h.last_duration_s, last_error=h.last_error)
+
+
+class CollectorServicer(collector_pb2_grpc.CollectorServiceServicer):
+    def __init__(self, collector: Collector):
+        self._collector = collector
+
+    @handled
+    async def Targets(self, request, context: grpc.aio.ServicerContext):
+        statuses = sorted(self._collector.scrapes.status(), key=lambda s: (s.target.job, s.target.url))
+        return collector_pb2.TargetsResponse(targets=[_status_proto(s) for s in statuses])
+
+
+def register_grpc(collector: Collector):
+    return lambda server: collector_pb2_grpc.add_CollectorServiceServicer_to_server(CollectorServicer(collector),
+                                                                                    server)

@@ -5,11 +5,14 @@ import subprocess
 import time
 from pathlib import Path
 
+import grpc
 import httpx
 import pytest
 from e2e.calls import rest
 from e2e.cluster import FLAMEWATCH, Cluster
 from infra.ports import free_port
+
+from flamewatch.api.flamewatch.v1 import collector_pb2, collector_pb2_grpc
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.s3, pytest.mark.go]
 
@@ -36,19 +39,19 @@ def wait_for(check, timeout_s: float, what: str):
 def collector(cluster: Cluster, go_target: str, tmp_path: Path):
     config = tmp_path / "flamewatch.yaml"
     config.write_text(CONFIG.format(job="demo", target=go_target))
-    port = free_port()
-    log = (tmp_path / "collector.log").open("wb")
-    process = subprocess.Popen([str(FLAMEWATCH), "collector", "--config.file", str(config), "--ingester.address",
-                                cluster.ingester_grpc, "--tenant", TENANT, "--http-address", f"127.0.0.1:{port}"],
-                               stdout=log, stderr=subprocess.STDOUT)
+    port, grpc_port = free_port(), free_port()
+    with (tmp_path / "collector.log").open("wb") as log:
+        process = subprocess.Popen([str(FLAMEWATCH), "collector", "--config.file", str(config), "--ingester.address",
+                                    cluster.ingester_grpc, "--tenant", TENANT, "--http-address", f"127.0.0.1:{port}",
+                                    "--grpc-address", f"127.0.0.1:{grpc_port}"],
+                                   stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_for(lambda: _ready(url), 30, "the collector to answer")
-        yield url, config
+        yield url, config, f"127.0.0.1:{grpc_port}"
     finally:
         process.terminate()
         assert process.wait(30) == 0, (tmp_path / "collector.log").read_text()
-        log.close()
 
 
 def _ready(url: str) -> bool:
@@ -59,7 +62,7 @@ def _ready(url: str) -> bool:
 
 
 def test_scraped_profiles_reach_the_querier_and_targets_report_health(cluster: Cluster, collector, go_target):
-    url, _ = collector
+    url, _, _ = collector
     cpu = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
 
     def stored_cpu():
@@ -82,7 +85,7 @@ def test_scraped_profiles_reach_the_querier_and_targets_report_health(cluster: C
 
 
 def test_reload_applies_a_good_file_and_keeps_running_on_a_bad_one(collector, go_target):
-    url, config = collector
+    url, config, _ = collector
     config.write_text(CONFIG.format(job="renamed", target=go_target))
     assert httpx.post(url + "/-/reload").json() == {"status": "success"}
     wait_for(lambda: pools(url) == {"renamed"}, 10, "the renamed job to replace the old one")
@@ -133,3 +136,18 @@ def test_four_services_as_processes_answer_through_the_frontend(cluster: Cluster
     page = httpx.get(frontend + "/")
     assert page.status_code == 200 and "The web UI is not built" in page.text
     assert httpx.get(frontend + "/assets/../../etc/passwd").status_code == 404
+
+
+def test_target_status_over_grpc_matches_rest(collector, go_target):
+    url, _, grpc_address = collector
+    wait_for(lambda: all(t["health"] == "up" for t in httpx.get(url + "/api/v1/targets").json()["data"]
+                         ["activeTargets"]), 30, "every target to be up")
+    with grpc.insecure_channel(grpc_address) as channel:
+        reply = collector_pb2_grpc.CollectorServiceStub(channel).Targets(collector_pb2.TargetsRequest(), timeout=10)
+    rest_targets = httpx.get(url + "/api/v1/targets").json()["data"]["activeTargets"]
+    assert [(t.job, t.profile_type, t.scrape_url) for t in reply.targets] == [
+        (t["scrapePool"], t["profileType"], t["scrapeUrl"]) for t in rest_targets]
+    for t in reply.targets:
+        assert {p.name: p.value for p in t.labels} == {"job": "demo", "instance": go_target,
+                                                       "service_name": "workload"}
+        assert t.health == "up" and t.last_scrape_ns > 0 and t.last_error == ""

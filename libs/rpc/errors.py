@@ -15,9 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import grpc
+from prometheus_client import Counter
 
 from flamewatch.pprof.errors import LimitExceeded
 from flamewatch.storage.errors import StorageUnavailable
+
+ERRORS = Counter("flamewatch_request_errors", "Requests answered with an error, by status", ["code"])
 
 
 class NotFoundError(LookupError):
@@ -51,6 +54,10 @@ def status_of(exc: BaseException) -> Status:
         if isinstance(exc, kind):
             return status
     return _INTERNAL
+
+
+def count_error(status: Status) -> None:
+    ERRORS.labels(status.grpc_code.name).inc()
 
 
 def http_status_of_grpc(code: grpc.StatusCode) -> int:

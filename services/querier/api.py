@@ -9,10 +9,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from prometheus_client import Histogram
+
 from flamewatch.querier.engine import Merged, Querier
 from flamewatch.querier.formats import RENDERERS, diff_renderer, renderer
 from flamewatch.querier.formats.pprof import render_pprof
 from flamewatch.timerange import parse_duration, parse_time, resolve_range
+
+QUERY_SECONDS = Histogram("flamewatch_query_seconds", "Time to answer a merged-profile query", ["kind"],
+                          buckets=(0.01, 0.03, 0.1, 0.3, 1, 3, 10, 30, 100))
 
 FORMATS = (*RENDERERS, "pprof")
 MAX_NODES_LIMIT = 100_000
@@ -52,14 +57,16 @@ def query(q: Querier, tenant: str, text: str, start: int, end: int, at: int | No
           max_nodes: int) -> Rendered:
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; known formats: {', '.join(FORMATS)}")
-    merged = q.nearest(tenant, text, at) if at is not None else q.merge(tenant, text, start, end)
-    if fmt == "pprof":
-        return Rendered(merged, render_pprof(merged.tree, merged.profile_type))
-    return Rendered(merged, renderer(fmt)(merged.tree, max_nodes))
+    with QUERY_SECONDS.labels(fmt).time():
+        merged = q.nearest(tenant, text, at) if at is not None else q.merge(tenant, text, start, end)
+        if fmt == "pprof":
+            return Rendered(merged, render_pprof(merged.tree, merged.profile_type))
+        return Rendered(merged, renderer(fmt)(merged.tree, max_nodes))
 
 
 def diff(q: Querier, tenant: str, left: tuple[str, int, int], right: tuple[str, int, int], max_nodes: int) -> dict:
-    lm, rm = q.merge(tenant, *left), q.merge(tenant, *right)
+    with QUERY_SECONDS.labels("diff").time():
+        lm, rm = q.merge(tenant, *left), q.merge(tenant, *right)
     if lm.profile_type != rm.profile_type:
         raise ValueError(f"cannot compare {lm.profile_type.id} with {rm.profile_type.id}: "
                          "both sides need the same profile type")

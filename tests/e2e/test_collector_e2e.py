@@ -133,6 +133,9 @@ def test_four_services_as_processes_answer_through_the_frontend(cluster: Cluster
     assert "main.cpuFibonacci" in names
     r = httpx.get(frontend + "/api/v1/query", params={"query": "nope{"}, headers=headers)
     assert r.status_code == 400 and r.json()["error"].startswith("invalid selector")
+    metrics = httpx.get(cluster.querier_url + "/metrics").text
+    assert 'flamewatch_query_seconds_count{kind="flamegraph"}' in metrics
+    assert 'flamewatch_request_errors_total{code="INVALID_ARGUMENT"}' in metrics
     page = httpx.get(frontend + "/")
     assert page.status_code == 200 and "The web UI is not built" in page.text
     assert httpx.get(frontend + "/assets/../../etc/passwd").status_code == 404

@@ -1,6 +1,8 @@
 """The collector as its own process, scraping a real Go target into the ingester, read back through the
 querier; target status and configuration reloads over HTTP."""
 
+import os
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -48,7 +50,7 @@ def collector(cluster: Cluster, go_target: str, tmp_path: Path):
     url = f"http://127.0.0.1:{port}"
     try:
         wait_for(lambda: _ready(url), 30, "the collector to answer")
-        yield url, config, f"127.0.0.1:{grpc_port}"
+        yield url, config, f"127.0.0.1:{grpc_port}", process.pid
     finally:
         process.terminate()
         assert process.wait(30) == 0, (tmp_path / "collector.log").read_text()
@@ -62,7 +64,7 @@ def _ready(url: str) -> bool:
 
 
 def test_scraped_profiles_reach_the_querier_and_targets_report_health(cluster: Cluster, collector, go_target):
-    url, _, _ = collector
+    url, _, _, _ = collector
     cpu = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
 
     def stored_cpu():
@@ -85,7 +87,7 @@ def test_scraped_profiles_reach_the_querier_and_targets_report_health(cluster: C
 
 
 def test_reload_applies_a_good_file_and_keeps_running_on_a_bad_one(collector, go_target):
-    url, config, _ = collector
+    url, config, _, pid = collector
     config.write_text(CONFIG.format(job="renamed", target=go_target))
     assert httpx.post(url + "/-/reload").json() == {"status": "success"}
     wait_for(lambda: pools(url) == {"renamed"}, 10, "the renamed job to replace the old one")
@@ -97,6 +99,10 @@ def test_reload_applies_a_good_file_and_keeps_running_on_a_bad_one(collector, go
                                  "scrape_interval 10s"}
     time.sleep(1)
     assert pools(url) == {"renamed"}
+
+    config.write_text(CONFIG.format(job="after-hangup", target=go_target))
+    os.kill(pid, signal.SIGHUP)
+    wait_for(lambda: pools(url) == {"after-hangup"}, 10, "SIGHUP to reload the configuration")
 
 
 def pools(url: str) -> set[str]:
@@ -142,7 +148,7 @@ def test_four_services_as_processes_answer_through_the_frontend(cluster: Cluster
 
 
 def test_target_status_over_grpc_matches_rest(collector, go_target):
-    url, _, grpc_address = collector
+    url, _, grpc_address, _ = collector
     wait_for(lambda: all(t["health"] == "up" for t in httpx.get(url + "/api/v1/targets").json()["data"]
                          ["activeTargets"]), 30, "every target to be up")
     with grpc.insecure_channel(grpc_address) as channel:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
+from infra.gowire import GoWriter, go_bytes
 
 from flamewatch.api.perftools.profiles import profile_pb2 as pb
 from flamewatch.pprof import (
@@ -25,126 +26,13 @@ from flamewatch.pprof import (
     LimitExceeded,
     Profile,
     ProfileLimits,
-    ProfileType,
     decode,
     encode,
-    split,
     validate,
 )
 
 U64 = (1 << 64) - 1
 BIG_ADDRESS = 0xFFFF_FFFF_FF60_0000  # above 2**63: a kernel-half address, as a uint64 varint of 10 bytes
-
-
-# --------------------------------------------------------------------------- Go's wire layout
-
-
-class GoWriter:
-    """Protobuf written as Go's runtime/pprof `protobuf` type writes it."""
-
-    def __init__(self) -> None:
-        self.data = bytearray()
-
-    def varint(self, x: int) -> None:
-        x &= U64
-        while x >= 0x80:
-            self.data.append(x & 0x7F | 0x80)
-            x >>= 7
-        self.data.append(x)
-
-    def scalar(self, tag: int, x: int) -> None:
-        self.varint(tag << 3)
-        self.varint(x)  # int64 values are written as their two's complement uint64
-
-    def scalar_opt(self, tag: int, x: int) -> None:
-        if x:
-            self.scalar(tag, x)
-
-    def repeated(self, tag: int, xs: list[int]) -> None:
-        if len(xs) > 2:  # packed: one length-delimited field
-            inner = GoWriter()
-            for x in xs:
-                inner.varint(x)
-            self.field(tag, bytes(inner.data))
-        else:  # unpacked: one tag per element
-            for x in xs:
-                self.scalar(tag, x)
-
-    def field(self, tag: int, payload: bytes) -> None:
-        self.varint(tag << 3 | 2)
-        self.varint(len(payload))
-        self.data += payload
-
-    def message(self, tag: int, build: Callable[["GoWriter"], None]) -> None:
-        inner = GoWriter()
-        build(inner)
-        self.field(tag, bytes(inner.data))
-
-
-def go_bytes(ref: pb.Profile) -> bytes:
-    """The reference profile written in Go's layout and field order."""
-    w = GoWriter()
-    w.scalar_opt(9, ref.time_nanos)
-    for vt in ref.sample_type:
-        w.message(1, lambda m, vt=vt: (m.scalar(1, vt.type), m.scalar(2, vt.unit)))
-    w.scalar_opt(10, ref.duration_nanos)
-    if ref.HasField("period_type"):
-        w.message(11, lambda m: (m.scalar(1, ref.period_type.type), m.scalar(2, ref.period_type.unit)))
-    w.scalar_opt(12, ref.period)
-    locations = {loc.id: loc for loc in ref.location}
-    functions = {fn.id: fn for fn in ref.function}
-    for sample in ref.sample:  # Go emits a stack's new locations (and their new functions) before the sample
-        for loc_id in sample.location_id:
-            if loc_id in locations:
-                _go_location(w, locations.pop(loc_id), functions)
-        w.message(2, lambda m, s=sample: _go_sample(m, s))
-    for loc in list(locations.values()):
-        _go_location(w, loc, functions)
-    for fn in list(functions.values()):
-        w.message(5, lambda m, fn=fn: _go_function(m, fn))
-    for mp in ref.mapping:
-        w.message(3, lambda m, mp=mp: _go_mapping(m, mp))
-    for s in ref.string_table:
-        w.field(6, s.encode())
-    w.repeated(13, list(ref.comment))
-    for tag, value in ((7, ref.drop_frames), (8, ref.keep_frames), (14, ref.default_sample_type), (15, ref.doc_url)):
-        w.scalar_opt(tag, value)
-    return bytes(w.data)
-
-
-def _go_sample(m: GoWriter, s: pb.Sample) -> None:
-    m.repeated(2, list(s.value))
-    m.repeated(1, list(s.location_id))
-    for label in s.label:
-        m.message(3, lambda lm, lb=label: [lm.scalar_opt(t, v) for t, v in enumerate(
-            (lb.key, lb.str, lb.num, lb.num_unit), 1)])
-
-
-def _go_location(w: GoWriter, loc: pb.Location, functions: dict) -> None:
-    def build(m: GoWriter) -> None:
-        m.scalar_opt(1, loc.id)
-        m.scalar_opt(3, loc.address)
-        for line in loc.line:
-            m.message(4, lambda lm, ln=line: [lm.scalar_opt(t, v) for t, v in enumerate(
-                (ln.function_id, ln.line, ln.column), 1)])
-        m.scalar_opt(2, loc.mapping_id)  # Go writes the mapping after the lines
-        m.scalar_opt(5, int(loc.is_folded))
-    w.message(4, build)
-    for line in loc.line:
-        if line.function_id in functions:
-            fn = functions.pop(line.function_id)
-            w.message(5, lambda m, fn=fn: _go_function(m, fn))
-
-
-def _go_function(m: GoWriter, fn: pb.Function) -> None:
-    for tag, value in enumerate((fn.id, fn.name, fn.system_name, fn.filename, fn.start_line), 1):
-        m.scalar_opt(tag, value)
-
-
-def _go_mapping(m: GoWriter, mp: pb.Mapping) -> None:
-    for tag, value in enumerate((mp.id, mp.memory_start, mp.memory_limit, mp.file_offset, mp.filename, mp.build_id,
-                                 mp.has_functions, mp.has_filenames, mp.has_line_numbers, mp.has_inline_frames), 1):
-        m.scalar_opt(tag, int(value))
 
 
 def test_go_writer_writes_the_bytes_go_writes():
@@ -667,88 +555,3 @@ def test_gzip_bomb_stops_at_the_limit_without_inflating():
     assert str(info.value) == "profile decompresses to more than 4194304 bytes, the limit"
     assert peak < 3 * limit, f"peak {peak} bytes while decompressing"
     assert elapsed < 1.0, f"took {elapsed:.2f}s"
-
-
-# --------------------------------------------------------------------------- profile types
-
-
-def go_like(sample_types: list[tuple[str, str]], period_type: tuple[str, str]) -> Profile:
-    strings = [""]
-    index = lambda s: strings.index(s) if s in strings else strings.append(s) or len(strings) - 1  # noqa: E731
-    ref = pb.Profile()
-    for t, u in sample_types:
-        ref.sample_type.add(type=index(t), unit=index(u))
-    ref.period_type.type, ref.period_type.unit = index(period_type[0]), index(period_type[1])
-    ref.sample.add(value=list(range(1, len(sample_types) + 1)))
-    ref.sample.add(value=[10 * v for v in range(1, len(sample_types) + 1)])
-    ref.string_table.extend(strings)
-    return decode(go_bytes(ref))
-
-
-GO_CPU = ([("samples", "count"), ("cpu", "nanoseconds")], ("cpu", "nanoseconds"))
-GO_HEAP = ([("alloc_objects", "count"), ("alloc_space", "bytes"), ("inuse_objects", "count"),
-            ("inuse_space", "bytes")], ("space", "bytes"))
-GO_GOROUTINE = ([("goroutine", "count")], ("goroutine", "count"))
-GO_CONTENTIONS = ([("contentions", "count"), ("delay", "nanoseconds")], ("contentions", "count"))
-
-
-@pytest.mark.parametrize(("shape", "name", "ids"), [
-    (GO_CPU, None, ["process_cpu:samples:count:cpu:nanoseconds", "process_cpu:cpu:nanoseconds:cpu:nanoseconds"]),
-    (GO_HEAP, None, ["memory:alloc_objects:count:space:bytes", "memory:alloc_space:bytes:space:bytes",
-                     "memory:inuse_objects:count:space:bytes", "memory:inuse_space:bytes:space:bytes"]),
-    (GO_GOROUTINE, None, ["goroutine:goroutine:count:goroutine:count"]),
-    (GO_CONTENTIONS, "mutex", ["mutex:contentions:count:contentions:count",
-                               "mutex:delay:nanoseconds:contentions:count"]),
-    (GO_CONTENTIONS, "block", ["block:contentions:count:contentions:count",
-                               "block:delay:nanoseconds:contentions:count"]),
-    # Go's mutex and block profiles look the same; without a name the period type names them.
-    (GO_CONTENTIONS, None, ["contentions:contentions:count:contentions:count",
-                            "contentions:delay:nanoseconds:contentions:count"]),
-    (([("wall time", "nano/s")], ("", "")), None, ["unknown:wall_time:nano_s:none:none"]),
-], ids=["cpu", "heap", "goroutine", "mutex", "block", "contentions", "odd-names"])
-def test_split_gives_one_typed_profile_per_sample_type(shape, name, ids):
-    profile = go_like(*shape)
-    typed = split(profile, name)
-    assert [t.profile_type.id for t in typed] == ids
-    for column, t in enumerate(typed):
-        assert t.source is profile
-        assert t.values.tolist() == [column + 1, 10 * (column + 1)]
-        assert t.total == 11 * (column + 1)
-        assert ProfileType.parse(t.profile_type.id) == t.profile_type
-
-
-@pytest.mark.parametrize(("text", "parts"), [
-    ("process_cpu:cpu:nanoseconds:cpu:nanoseconds", ("process_cpu", "cpu", "nanoseconds", "cpu", "nanoseconds")),
-    ("memory:inuse_space:bytes:space:bytes", ("memory", "inuse_space", "bytes", "space", "bytes")),
-    ("my.app-1:x.y:z-w:A_B:0", ("my.app-1", "x.y", "z-w", "A_B", "0")),
-])
-def test_profile_type_parse(text, parts):
-    parsed = ProfileType.parse(text)
-    assert (parsed.name, parsed.sample_type, parsed.sample_unit, parsed.period_type, parsed.period_unit) == parts
-    assert parsed.id == text
-
-
-@pytest.mark.parametrize("text", [
-    "", "process_cpu", "a:b:c:d", "a:b:c:d:e:f", "a::c:d:e", "a:b:c:d:", "a:b c:d:e:f", "a:b:c:d:é",
-    "process_cpu:cpu:nanoseconds:cpu:nanoseconds\n", "process_cpu:cpu:nanoseconds:cpu:nano\nseconds",
-])
-def test_profile_type_parse_rejects(text):
-    with pytest.raises(ValueError) as info:
-        ProfileType.parse(text)
-    assert str(info.value) == (f'invalid profile type "{text}": expected name:sample_type:sample_unit:period_type:'
-                               "period_unit, for example process_cpu:cpu:nanoseconds:cpu:nanoseconds")
-
-
-@pytest.mark.parametrize(("sample_type", "gauge"), [
-    ("inuse_space", True), ("inuse_objects", True), ("goroutine", True), ("goroutines", True),
-    ("alloc_space", False), ("alloc_objects", False), ("cpu", False), ("samples", False), ("contentions", False),
-    ("delay", False), ("inuse", False),
-])
-def test_gauge_detection(sample_type, gauge):
-    assert ProfileType("memory", sample_type, "bytes", "space", "bytes").is_gauge is gauge
-
-
-def test_gauges_of_a_go_heap_profile():
-    assert [t.profile_type.is_gauge for t in split(go_like(*GO_HEAP))] == [False, False, True, True]
-    assert [t.profile_type.is_gauge for t in split(go_like(*GO_CPU))] == [False, False]
-    assert [t.profile_type.is_gauge for t in split(go_like(*GO_GOROUTINE))] == [True]

@@ -91,11 +91,11 @@ def _ingester_parser(sub) -> None:
                        description="Receive pprof profiles over gRPC (IngestService.Push) and HTTP "
                        "(POST /ingest), batch them into blocks and store them; a push is acknowledged once "
                        "its profiles are durable.")
-    p.add("--http-address", "HTTP listen address (/ingest, /metrics, /healthz)", default=":4100")
-    p.add("--grpc-address", "gRPC listen address (IngestService)", default=":4101")
-    p.add("--flush-interval", "seconds between block flushes", type=float, default=1.0)
+    p.add("--http-address", "HTTP listen address (/ingest, /metrics, /healthz)", default=IngesterConfig.http_address)
+    p.add("--grpc-address", "gRPC listen address (IngestService)", default=IngesterConfig.grpc_address)
+    p.add("--flush-interval", "seconds between block flushes", type=float, default=IngesterConfig.flush_interval_s)
     p.add("--flush-bytes", "flush a tenant's batch early at this many decompressed bytes", type=int,
-          default=8 << 20)
+          default=IngesterConfig.flush_bytes)
     defaults = IngestLimits()
     for name in defaults.__dataclass_fields__:
         flag = "--limits." + name.replace("_", "-")
@@ -110,11 +110,11 @@ def _querier_parser(sub) -> None:
     p = sub.add_parser("querier", help="answer label, series, range and profile queries",
                        description="Serve QueryService over gRPC and the same operations over REST under "
                        "/api/v1/ (profile_types, labels, label/<name>/values, series, query_range, query, diff).")
-    p.add("--http-address", "HTTP listen address (/api/v1, /metrics, /healthz)", default=":4200")
-    p.add("--grpc-address", "gRPC listen address (QueryService)", default=":4201")
+    p.add("--http-address", "HTTP listen address (/api/v1, /metrics, /healthz)", default=QuerierConfig.http_address)
+    p.add("--grpc-address", "gRPC listen address (QueryService)", default=QuerierConfig.grpc_address)
     p.add("--cache-bytes", "memory for parsed blocks", type=int, default=QuerierConfig.cache_bytes)
     p.add("--max-nodes", "default largest number of nodes in a flamegraph, top table or tree", type=int,
-          default=2048)
+          default=QuerierConfig.default_max_nodes)
     _storage_flags(p)
     _common_flags(p)
     p.set_defaults(run=run_querier)
@@ -206,8 +206,7 @@ def run_ingester(args: argparse.Namespace) -> int:
 
         async def stop() -> None:
             await ingester.stop()
-            db.close()
-            store.close()
+            _close_storage(store, db)
 
         await _serve(args, [http_router(ingester)], config.http_address, config.grpc_address,
                      register_grpc(ingester), stop)
@@ -233,8 +232,7 @@ def run_querier(args: argparse.Namespace) -> int:
 
         async def stop() -> None:
             blocks.close()
-            db.close()
-            store.close()
+            _close_storage(store, db)
 
         await _serve(args, [router(querier)], config.http_address, config.grpc_address, register_grpc(querier), stop)
 
@@ -326,8 +324,7 @@ def run_all(args: argparse.Namespace) -> int:
         async def stop() -> None:
             await ingester.stop()
             blocks.close()
-            db.close()
-            store.close()
+            _close_storage(store, db)
 
         routers = [ingest_router(ingester), query_router(querier), collector_router(collector),
                    ui_router(DEFAULT_UI_DIR)]
@@ -381,6 +378,11 @@ def _open_storage(config: StorageConfig):
     log.info("object store: %s", config.object_store)
     db = open_database(config.postgres)
     return store, db
+
+
+def _close_storage(store, db) -> None:
+    db.close()
+    store.close()
 
 
 async def _serve(args, routers, http_address: str, grpc_address: str | None, register, stop,

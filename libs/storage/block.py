@@ -239,7 +239,7 @@ def _section_table(name: str, columns: dict, n: int) -> pa.Table:
     arrays = []
     for f in SCHEMA:
         if f.name == "section":
-            arrays.append(pa.array([name] * n, pa.string()))
+            arrays.append(pa.array(np.full(n, name), pa.string()))  # from numpy: no list of n strings
         elif f.name in columns:
             arrays.append(pa.array(columns[f.name], f.type))
         else:
@@ -293,10 +293,6 @@ class BlockReader:
         nodes, values = table.column(0).chunk(0), table.column(1).chunk(0)
         return (nodes.offsets.to_numpy().astype(np.int64), nodes.values.to_numpy().astype(np.int64),
                 values.values.to_numpy())
-
-    def profile_nodes(self, row: int) -> tuple[np.ndarray, np.ndarray]:
-        offsets, nodes, values = self._lists
-        return nodes[offsets[row]:offsets[row + 1]], values[offsets[row]:offsets[row + 1]]
 
     def entries(self, rows: np.ndarray, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(stack node, self value) of every entry of the given profile rows; values float64 when weighted."""

@@ -123,10 +123,6 @@ class ProfileRows:
     def __len__(self) -> int:
         return len(self.series_id)
 
-    def take(self, index: np.ndarray) -> ProfileRows:
-        return ProfileRows(self.series_id[index], self.time[index], self.block_id[index], self.row[index],
-                           self.total[index])
-
 
 def profile_rows(db: Database, series_ids: Sequence[int], start: int, end: int) -> ProfileRows:
     return _rows(db, "time BETWEEN %s AND %s ORDER BY time", [list(series_ids), start, end])

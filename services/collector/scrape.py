@@ -67,6 +67,7 @@ class ScrapeLoop:
     limit: asyncio.Semaphore | None = None  # shared bound on concurrent scrapes
     health: ScrapeHealth = field(default_factory=ScrapeHealth)
     _previous: Profile | None = None
+    _cumulative: list[int] | None = None  # value columns to difference; learnt from the first scrape
 
     def offset_s(self) -> float:
         """A stable position within the interval for this target, so targets spread out."""
@@ -108,10 +109,11 @@ class ScrapeLoop:
 
     def _to_store(self, raw: bytes) -> bytes | None:
         """The bytes to send: as scraped, or the increase since the previous scrape (None at first)."""
-        if self.target.delta:
-            return raw
+        if self.target.delta or self._cumulative == []:
+            return raw  # a gauge-only endpoint stays one: no need to decode it again
         profile = decode(raw)
         columns = [i for i, t in enumerate(split(profile)) if not t.profile_type.is_gauge]
+        self._cumulative = columns
         if not columns:
             return raw
         previous, self._previous = self._previous, profile

@@ -174,11 +174,11 @@ def test_zero_valued_samples_are_not_stored():
     ref = build([["a", "main"], ["b", "main"], ["c", "main"], ["a", "main"]], [[0, 3], [5, 0], [0, 0], [0, 4]],
                 sample_types=(("cpu", "nanoseconds"), ("samples", "count")))
     reader = BlockReader(write_block([entry(t) for t in typed(ref)]))
-    nodes, values = reader.profile_nodes(0)
+    nodes, values = reader.entries([0])
     assert len(nodes) == 1
     assert values.tolist() == [5]
     assert paths(reader, reader.node_values(np.array([0]))) == {("main", "b"): 5}
-    nodes, values = reader.profile_nodes(1)
+    nodes, values = reader.entries([1])
     assert sorted(values.tolist()) == [3 + 4]  # the two ["a", "main"] samples share one node
     assert paths(reader, reader.node_values(np.array([1]))) == {("main", "a"): 7}
     assert reader.profiles.column("total").to_pylist() == [5, 7]
@@ -190,10 +190,10 @@ def test_a_profile_of_zeros_is_stored_with_empty_lists():
     data = write_block([entry(zeros, capture="zeros"), entry(other, capture="other")])
     reader = BlockReader(data)
     profiles = section(data, "profiles")
-    assert profiles.column("nodes").to_pylist() == [[], [reader.profile_nodes(1)[0].item()]]
+    assert profiles.column("nodes").to_pylist() == [[], [reader.entries([1])[0].item()]]
     assert profiles.column("values").to_pylist() == [[], [9]]
     assert profiles.column("total").to_pylist() == [0, 9]
-    assert reader.profile_nodes(0)[0].tolist() == []
+    assert reader.entries([0])[0].tolist() == []
     assert reader.node_values(np.array([0])).tolist() == [0] * len(reader.node_parent)
 
 

@@ -30,22 +30,3 @@ def handled(method):
             await context.abort(status.grpc_code, message_of(exc))
 
     return wrapper
-
-
-def parse_address(address: str) -> tuple[str, int]:
-    """'host:port' or ':port' (all interfaces)."""
-    host, sep, port = address.rpartition(":")
-    if not sep or not port.isdigit():
-        raise ValueError(f'invalid address "{address}": expected host:port, e.g. 127.0.0.1:4100 or :4100')
-    return host or "0.0.0.0", int(port)
-
-
-async def start_grpc_server(address: str, register) -> grpc.aio.Server:
-    """Start an aio server on address; register(server) adds the servicers."""
-    server = grpc.aio.server(options=[("grpc.max_receive_message_length", 64 << 20),
-                                      ("grpc.max_send_message_length", 256 << 20)])
-    register(server)
-    host, port = parse_address(address)
-    server.add_insecure_port(f"{host}:{port}")
-    await server.start()
-    return server

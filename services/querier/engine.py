@@ -8,6 +8,7 @@ summed across series; everything else is summed.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -22,6 +23,8 @@ from flamewatch.rpc.errors import NotFoundError
 from flamewatch.storage import index
 from flamewatch.storage.index import ProfileRows, Series
 from flamewatch.storage.postgres import Database
+
+log = logging.getLogger(__name__)
 
 _ALL_TIME = (0, 2**63 - 1)
 
@@ -47,7 +50,7 @@ class Querier:
     # ------------------------------------------------------------------------------------ labels
 
     def profile_types(self, tenant: str, start: int, end: int) -> list[ProfileType]:
-        return [ProfileType.parse(t) for t in index.profile_types(self.db, tenant, start, end)]
+        return _parsed_types(index.profile_types(self.db, tenant, start, end))
 
     def series(self, tenant: str, selectors: Sequence[str], start: int, end: int) -> list[Series]:
         matcher_sets = [parse_selector(s) for s in selectors] or [()]
@@ -119,6 +122,23 @@ class Querier:
             nodes, values = block.reader.entries(rows.row[pick], None if weights is None else weights[pick])
             np.add.at(merged, block.node_paths[nodes], values)
         return self.blocks.paths.tree(merged)
+
+
+_logged_bad_types: set[str] = set()
+
+
+def _parsed_types(ids: Sequence[str]) -> list[ProfileType]:
+    """The stored profile types that parse. A bad one (stored before names were checked at ingest)
+    is skipped, and logged once per process, so it cannot break listing the rest."""
+    parsed = []
+    for text in ids:
+        try:
+            parsed.append(ProfileType.parse(text))
+        except ValueError as exc:
+            if text not in _logged_bad_types:
+                _logged_bad_types.add(text)
+                log.warning("skipping a stored profile type that cannot be parsed: %s", exc)
+    return parsed
 
 
 def _gauge_weights(rows: ProfileRows) -> np.ndarray:

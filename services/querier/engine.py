@@ -43,6 +43,12 @@ class Points:
     values: np.ndarray  # float64
 
 
+@dataclass(frozen=True, eq=False)
+class Totals:
+    series: list[Points]
+    warnings: list[str]  # what the answer may hide, e.g. a group_by label no series has
+
+
 class Querier:
     def __init__(self, db: Database, blocks: BlockCache, config: QuerierConfig):
         self.db, self.blocks, self.config = db, blocks, config
@@ -70,8 +76,12 @@ class Querier:
     # ------------------------------------------------------------------------------------ totals
 
     def query_range(self, tenant: str, query: str, start: int, end: int, step: int,
-                    group_by: Sequence[str]) -> list[Points]:
+                    group_by: Sequence[str]) -> Totals:
         ptype, series = self._select(tenant, query, start, end)
+        return Totals(self._points(ptype, series, start, end, step, group_by), _absent_labels(series, group_by))
+
+    def _points(self, ptype: ProfileType, series: list[Series], start: int, end: int, step: int,
+                group_by: Sequence[str]) -> list[Points]:
         rows = index.profile_rows(self.db, [s.id for s in series], start, end)
         labels_of = {s.id: {k: s.labels.get(k, "") for k in group_by} for s in series}
         groups = sorted({tuple(sorted(v.items())) for v in labels_of.values()})
@@ -139,6 +149,13 @@ def _parsed_types(ids: Sequence[str]) -> list[ProfileType]:
                 _logged_bad_types.add(text)
                 log.warning("skipping a stored profile type that cannot be parsed: %s", exc)
     return parsed
+
+
+def _absent_labels(series: list[Series], group_by: Sequence[str]) -> list[str]:
+    """A warning per group_by label that none of the matching series has."""
+    present = {name for s in series for name in s.labels}
+    return [f'group_by: no matching series has the label "{name}", so it does not split them'
+            for name in group_by if series and name not in present]
 
 
 def _gauge_weights(rows: ProfileRows) -> np.ndarray:

@@ -287,6 +287,12 @@ def _local(address: str) -> str:
     return f"{'127.0.0.1' if host in ('', '0.0.0.0', '::', '[::]') else host}:{port}"
 
 
+def _browsable(address: str) -> str:
+    """host:port as a browser on this machine reaches it: a wildcard host is localhost."""
+    host, _, port = address.rpartition(":")
+    return f"{'localhost' if host in ('', '0.0.0.0', '::', '[::]') else host}:{port}"
+
+
 def run_all(args: argparse.Namespace) -> int:
     from flamewatch.collector.service import Collector
     from flamewatch.collector.service import http_router as collector_router
@@ -332,7 +338,9 @@ def run_all(args: argparse.Namespace) -> int:
         routers = [ingest_router(ingester), query_router(querier), collector_router(collector),
                    ui_router(DEFAULT_UI_DIR)]
         # The collector stops while the servers still run, so what it has queued reaches the ingester.
-        await _serve(args, listeners, routers, register, before_stop=collector.stop)
+        await _serve(args, listeners, routers, register, before_stop=collector.stop,
+                     ready_message=f"Flamewatch is ready: open http://{_browsable(args.http_address)} (the API is "
+                     "under /api/v1, scrape targets at /api/v1/targets); Ctrl-C stops it")
 
     return _run(main)
 
@@ -407,7 +415,7 @@ def _open_storage(stack: contextlib.AsyncExitStack, config: StorageConfig):
     return store, db
 
 
-async def _serve(args, listeners, routers, register, before_stop=None) -> None:
+async def _serve(args, listeners, routers, register, before_stop=None, ready_message=None) -> None:
     """Every process serves its routers plus /debug/pprof (itself), /metrics, /healthz and /readyz."""
     from flamewatch.rpc.http import build_app
     from flamewatch.rpc.runtime import serve
@@ -415,7 +423,7 @@ async def _serve(args, listeners, routers, register, before_stop=None) -> None:
 
     routers = [*routers, profiling_router(heap_enabled=args.heap_profiling)]
     _start_heap_tracking(args)  # after start-up: tracing every import would slow it down many times
-    await serve(listeners, build_app(routers, ready=lambda: True), register, before_stop)
+    await serve(listeners, build_app(routers, ready=lambda: True), register, before_stop, ready_message)
 
 
 def _start_heap_tracking(args: argparse.Namespace) -> None:

@@ -19,10 +19,11 @@ log = logging.getLogger(__name__)
 
 
 async def serve(listeners: Listeners, app: FastAPI, register_grpc,
-                before_stop: Callable[[], Awaitable[None]] | None = None) -> None:
+                before_stop: Callable[[], Awaitable[None]] | None = None, ready_message: str | None = None) -> None:
     """Serve until SIGINT/SIGTERM; then `before_stop` (servers still up) and stop the servers.
 
-    What the process opened before (storage, services) is the caller's to close after this returns."""
+    `ready_message` is logged once both servers answer. What the process opened before (storage,
+    services) is the caller's to close after this returns."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -37,6 +38,8 @@ async def serve(listeners: Listeners, app: FastAPI, register_grpc,
         await _started(http, http_task)
         log.info("serving HTTP on %s%s", listeners.http_address,
                  f" and gRPC on {listeners.grpc_address}" if listeners.grpc is not None else "")
+        if ready_message:
+            log.info("%s", ready_message)
         await asyncio.wait([http_task, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED)
         if http_task.done() and http_task.exception():
             raise http_task.exception()

@@ -287,6 +287,10 @@ def _local(address: str) -> str:
     return f"{'127.0.0.1' if host in ('', '0.0.0.0', '::', '[::]') else host}:{port}"
 
 
+def _with_port(address: str, port: int) -> str:
+    return f"{address.rpartition(':')[0]}:{port}"
+
+
 def _browsable(address: str) -> str:
     """host:port as a browser on this machine reaches it: a wildcard host is localhost."""
     host, _, port = address.rpartition(":")
@@ -308,22 +312,22 @@ def run_all(args: argparse.Namespace) -> int:
     from flamewatch.querier.service import register_grpc as register_query
     from flamewatch.scrapeconfig import parse_config
 
-    if args.config_file:
-        load = _config_loader(args.config_file)
-    else:
-        text = SELF_SCRAPE.format(address=_local(args.http_address))
-        load = lambda: parse_config(text, "built-in configuration")  # noqa: E731
-    load()
+    load = _config_loader(args.config_file) if args.config_file else None
+    if load:
+        load()
 
     async def main(stack: contextlib.AsyncExitStack) -> None:
         listeners = _listen(stack, args.http_address, args.grpc_address)
+        # The built-in configuration scrapes this process where it listens, port 0 resolved.
+        text = SELF_SCRAPE.format(address=_local(_with_port(args.http_address, listeners.http_port)))
+        config = load or (lambda: parse_config(text, "built-in configuration"))
         store, db = _open_storage(stack, storage_config(args))
         ingester = Ingester(IngesterConfig(), store, db)
         querier_config = QuerierConfig()
         blocks = BlockCache(store, querier_config.cache_bytes, querier_config.fetch_concurrency, PathIndex())
         stack.callback(blocks.close)
         querier = Querier(db, blocks, querier_config)
-        collector = Collector(load, _local(args.grpc_address))
+        collector = Collector(config, _local(_with_port(args.grpc_address, listeners.grpc_port)))
         ingester.start()
         stack.push_async_callback(ingester.stop)
         collector.start()
@@ -339,7 +343,8 @@ def run_all(args: argparse.Namespace) -> int:
                    ui_router(DEFAULT_UI_DIR)]
         # The collector stops while the servers still run, so what it has queued reaches the ingester.
         await _serve(args, listeners, routers, register, before_stop=collector.stop,
-                     ready_message=f"Flamewatch is ready: open http://{_browsable(args.http_address)} (the API is "
+                     ready_message="Flamewatch is ready: open http://"
+                     f"{_browsable(_with_port(args.http_address, listeners.http_port))} (the API is "
                      "under /api/v1, scrape targets at /api/v1/targets); Ctrl-C stops it")
 
     return _run(main)
@@ -451,6 +456,9 @@ _USER_ERRORS = (ValueError, OSError, StorageError)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Only child processes that exec at once are forked (the embedded Postgres); gRPC's fork handlers
+    # would just log that they were skipped.
+    os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "0")
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for chatty in ("pgserver", "httpx"):  # they log every command or request at INFO

@@ -42,6 +42,11 @@ class Listeners:
     grpc: grpc.aio.Server | None
     http_address: str
     grpc_address: str | None
+    grpc_port: int = 0  # as bound: the one chosen when the address asked for port 0
+
+    @property
+    def http_port(self) -> int:
+        return self.http.getsockname()[1]
 
     def close(self) -> None:
         self.http.close()
@@ -52,11 +57,11 @@ def listen(http_address: str, grpc_address: str | None, http_flag: str = "--http
     """Bind both addresses, or raise ListenError and leave nothing bound. Needs a running event loop."""
     http = bind_http(http_address, http_flag)
     try:
-        server = bind_grpc(grpc_address, grpc_flag) if grpc_address else None
+        server, port = bind_grpc(grpc_address, grpc_flag) if grpc_address else (None, 0)
     except BaseException:
         http.close()
         raise
-    return Listeners(http, server, http_address, grpc_address)
+    return Listeners(http, server, http_address, grpc_address, port)
 
 
 def bind_http(address: str, flag: str) -> socket.socket:
@@ -77,16 +82,17 @@ def bind_http(address: str, flag: str) -> socket.socket:
     return sock
 
 
-def bind_grpc(address: str, flag: str) -> grpc.aio.Server:
+def bind_grpc(address: str, flag: str) -> tuple[grpc.aio.Server, int]:
+    """The server with its port bound, and that port."""
     host, port = parse_address(address)
     server = grpc.aio.server(options=GRPC_OPTIONS)
     target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     try:
-        server.add_insecure_port(target)
+        bound = server.add_insecure_port(target)
     except RuntimeError as exc:
         reason = _probe(host, port)
         raise ListenError(f"cannot listen on {address} (gRPC): {_reason(reason)}; {_advice(reason, flag)}") from exc
-    return server
+    return server, bound
 
 
 def _probe(host: str, port: int) -> OSError:

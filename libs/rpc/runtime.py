@@ -36,8 +36,10 @@ async def serve(listeners: Listeners, app: FastAPI, register_grpc,
     http_task = asyncio.create_task(http.serve(sockets=[listeners.http]), name="http")
     try:
         await _started(http, http_task)
-        log.info("serving HTTP on %s%s", listeners.http_address,
-                 f" and gRPC on {listeners.grpc_address}" if listeners.grpc is not None else "")
+        host = listeners.http_address.rpartition(":")[0]
+        grpc_host = (listeners.grpc_address or "").rpartition(":")[0]
+        log.info("serving HTTP on %s:%d%s", host, listeners.http_port,
+                 f" and gRPC on {grpc_host}:{listeners.grpc_port}" if listeners.grpc is not None else "")
         if ready_message:
             log.info("%s", ready_message)
         await asyncio.wait([http_task, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED)

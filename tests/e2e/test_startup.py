@@ -196,3 +196,26 @@ def test_help_never_prints_secrets(tmp_path: Path):
         assert result.returncode == 0, result.stderr
         assert "s3-secret-value" not in result.stdout and "pg-password" not in result.stdout, result.stdout
         assert "set by FLAMEWATCH_STORAGE_S3_SECRET_KEY, not shown" in " ".join(result.stdout.split())
+
+
+def test_port_zero_picks_free_ports_and_the_built_in_configuration_scrapes_them(tmp_path: Path):
+    """The built-in self-scrape is written for the ports actually bound, never for ":0"."""
+    log = tmp_path / "all.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen([str(FLAMEWATCH), "all", "--http-address", "127.0.0.1:0", "--grpc-address",
+                                    "127.0.0.1:0"], cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + READY_S
+        while "Flamewatch is ready: open http://127.0.0.1:" not in log.read_text():
+            assert process.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        port = int(log.read_text().split("Flamewatch is ready: open http://127.0.0.1:")[1].split()[0])
+        instances: set[str] = set()
+        while not instances and time.monotonic() < deadline:  # discovery runs just after the start
+            targets = httpx.get(f"http://127.0.0.1:{port}/api/v1/targets", timeout=10).json()["data"]
+            instances = {t["labels"]["instance"] for t in targets["activeTargets"]}
+            time.sleep(0.1)
+        assert instances == {f"127.0.0.1:{port}"}
+    finally:
+        assert stop(process) == 0, log.read_text()

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from flamewatch.config import IngesterConfig, IngestLimits, QuerierConfig, StorageConfig
+from flamewatch.rpc.readiness import no_dependencies, storage_readiness, upstream_readiness
 from flamewatch.storage.objstore import FilesystemConfig, S3Config
 from flamewatch.storage.postgres import PostgresConfig
 
@@ -209,7 +210,7 @@ def run_ingester(args: argparse.Namespace) -> int:
             _close_storage(store, db)
 
         await _serve(args, [http_router(ingester)], config.http_address, config.grpc_address,
-                     register_grpc(ingester), stop)
+                     register_grpc(ingester), stop, ready=storage_readiness(store, db))
 
     asyncio.run(main())
     return 0
@@ -234,7 +235,8 @@ def run_querier(args: argparse.Namespace) -> int:
             blocks.close()
             _close_storage(store, db)
 
-        await _serve(args, [router(querier)], config.http_address, config.grpc_address, register_grpc(querier), stop)
+        await _serve(args, [router(querier)], config.http_address, config.grpc_address, register_grpc(querier), stop,
+                     ready=storage_readiness(store, db))
 
     asyncio.run(main())
     return 0
@@ -329,7 +331,7 @@ def run_all(args: argparse.Namespace) -> int:
         routers = [ingest_router(ingester), query_router(querier), collector_router(collector),
                    ui_router(DEFAULT_UI_DIR)]
         await _serve(args, routers, args.http_address, args.grpc_address, register, stop,
-                     before_stop=collector.stop)
+                     before_stop=collector.stop, ready=storage_readiness(store, db))
 
     asyncio.run(main())
     return 0
@@ -343,7 +345,8 @@ def run_frontend(args: argparse.Namespace) -> int:
     async def main() -> None:
         client = httpx.AsyncClient(timeout=600)
         routers = [api_proxy_router(args.querier_url, client), ui_router(Path(args.ui_dir))]
-        await _serve(args, routers, args.http_address, None, None, client.aclose)
+        await _serve(args, routers, args.http_address, None, None, client.aclose,
+                     ready=upstream_readiness("querier", args.querier_url))
 
     asyncio.run(main())
     return 0
@@ -386,7 +389,7 @@ def _close_storage(store, db) -> None:
 
 
 async def _serve(args, routers, http_address: str, grpc_address: str | None, register, stop,
-                 before_stop=None) -> None:
+                 before_stop=None, ready=None) -> None:
     """Every process serves its routers plus /debug/pprof (itself), /metrics, /healthz and /readyz."""
     from flamewatch.rpc.http import build_app
     from flamewatch.rpc.runtime import serve
@@ -394,7 +397,8 @@ async def _serve(args, routers, http_address: str, grpc_address: str | None, reg
 
     routers = [*routers, profiling_router(heap_enabled=args.heap_profiling)]
     _start_heap_tracking(args)  # after start-up: tracing every import would slow it down many times
-    await serve(build_app(routers, ready=lambda: True), http_address, grpc_address, register, stop, before_stop)
+    await serve(build_app(routers, ready=ready or no_dependencies()), http_address, grpc_address, register, stop,
+                before_stop)
 
 
 def _start_heap_tracking(args: argparse.Namespace) -> None:

@@ -29,7 +29,8 @@ async def _expected_error(_: Request, exc: Exception) -> JSONResponse:
     return error_response(exc)
 
 
-def build_app(routers: Sequence[APIRouter], ready: Callable[[], bool]) -> FastAPI:
+def build_app(routers: Sequence[APIRouter], ready: Callable[[], Sequence[str]]) -> FastAPI:
+    """`ready` lists what keeps the process from being ready (empty: ready); see `rpc.readiness`."""
     app = FastAPI(title="Flamewatch", docs_url="/api/docs", openapi_url="/api/openapi.json")
     for router in routers:
         app.include_router(router)
@@ -50,7 +51,10 @@ def build_app(routers: Sequence[APIRouter], ready: Callable[[], bool]) -> FastAP
 
     @app.get("/readyz", include_in_schema=False)
     def _readyz() -> PlainTextResponse:
-        return PlainTextResponse("ready") if ready() else PlainTextResponse("not ready", status_code=503)
+        problems = ready()
+        if problems:
+            return PlainTextResponse("not ready: " + "; ".join(problems), status_code=503)
+        return PlainTextResponse("ready")
 
     @app.get("/metrics", include_in_schema=False)
     def _metrics() -> Response:

@@ -73,6 +73,12 @@ class FilesystemObjectStore:
         names = (e.name for e in entries if e.name.startswith(name_prefix) and e.is_dir())
         return sorted(f"{_as_base(folder)}{name}/" for name in names)
 
+    def ping(self) -> None:
+        if not self._root.is_dir():
+            raise StorageError(f"object directory {self._root} does not exist")
+        if not os.access(self._root, os.R_OK | os.W_OK | os.X_OK):
+            raise StorageError(f"object directory {self._root} is not readable and writable by this process")
+
     def close(self) -> None:
         """Nothing to release; present for the protocol."""
 

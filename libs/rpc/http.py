@@ -11,7 +11,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from flamewatch.rpc.errors import count_error, message_of, status_of
+from flamewatch.rpc.errors import count_error, log_failure, message_of, status_of
 from flamewatch.storage.errors import StorageError
 
 log = logging.getLogger(__name__)
@@ -21,7 +21,7 @@ def error_response(exc: BaseException) -> JSONResponse:
     status = status_of(exc)
     count_error(status)
     if status.http_status >= 500:
-        log.error("request failed: %s", exc, exc_info=status.http_status == 500)
+        log_failure(log, exc, "request failed: %s", exc)
     return JSONResponse({"error": message_of(exc)}, status_code=status.http_status)
 
 

@@ -9,12 +9,13 @@ use that name.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from flamewatch.storage.errors import ObjectNotFound, StorageError
+from flamewatch.storage.errors import ObjectNotFound, StorageError, StorageFull
 from flamewatch.storage.objstore import FilesystemConfig, ObjectInfo, check_key, check_prefix
 
 _TEMP_PREFIX = ".tmp-"
@@ -35,7 +36,7 @@ class FilesystemObjectStore:
 
     def put(self, key: str, data: bytes) -> None:
         path = self._path(key)
-        with _storage_errors(f"cannot write object {key}"):
+        with _storage_errors(f"cannot write object {key}", full=f"object directory {self._root} is full"):
             fd, temp = self._create_temp(path)
             try:
                 _write_all(fd, data)
@@ -172,8 +173,11 @@ def _fsync_dir(folder: Path) -> None:
 
 
 @contextlib.contextmanager
-def _storage_errors(what: str) -> Iterator[None]:
+def _storage_errors(what: str, full: str = "") -> Iterator[None]:
+    """OSError → StorageError naming `what`; out of space (or quota) → StorageFull, led by `full`."""
     try:
         yield
     except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise StorageFull(f"{full or 'no space left'}: {what}: {exc.strerror}") from exc
         raise StorageError(f"{what}: {exc}") from exc

@@ -68,16 +68,19 @@ class PostgresProcess:
             self._pg_ctl("-w", "-m", mode, "stop")
 
     def kill(self) -> None:
-        """SIGKILL the postmaster, as the kernel's OOM killer would; its backends exit once they notice."""
+        """SIGKILL the postmaster, as the kernel's OOM killer would; its backends exit once they notice.
+
+        Returns once the process is gone: until its parent (init) reaps it, a new postmaster would take
+        the old one's PID in postmaster.pid for a live server and refuse to start."""
         pid = self._pid()
         if pid is not None:
             os.kill(pid, signal.SIGKILL)
             deadline = time.monotonic() + START_TIMEOUT_S
-            while _alive(pid) and time.monotonic() < deadline:
+            while _exists(pid) and time.monotonic() < deadline:
                 time.sleep(0.02)
 
     def close(self) -> None:
-        with contextlib.suppress(subprocess.CalledProcessError):
+        with contextlib.suppress(RuntimeError):
             self.stop("immediate")
         shutil.rmtree(self.workdir, ignore_errors=True)
 
@@ -114,8 +117,8 @@ class PostgresProcess:
                                     stderr=subprocess.STDOUT, user=user, timeout=START_TIMEOUT_S + 10)
             if result.returncode != 0:
                 out.seek(0)
-                raise subprocess.CalledProcessError(result.returncode, result.args,
-                                                    out.read().decode(errors="replace") + "\n" + self.log_tail())
+                raise RuntimeError(f"{' '.join(result.args)} exited with {result.returncode}:\n"
+                                   f"{out.read().decode(errors='replace')}\n{self.log_tail()}")
 
     def _pid(self) -> int | None:
         try:
@@ -136,15 +139,21 @@ class PostgresProcess:
                 time.sleep(0.02)
 
 
-def _alive(pid: int) -> bool:
+def _exists(pid: int) -> bool:
+    """Running, or dead but not yet reaped (a zombie still answers signal 0)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    # a zombie child still answers signal 0; only the parent (pg_ctl, gone) could reap it
+    return True
+
+
+def _alive(pid: int) -> bool:
+    if not _exists(pid):
+        return False
     with contextlib.suppress(OSError):
-        if (Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]) == "Z":
+        if Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z":
             return False
     return True

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from flamewatch.config import IngesterConfig, IngestLimits, QuerierConfig, StorageConfig
+from flamewatch.rpc.readiness import no_dependencies, storage_readiness, upstream_readiness
 from flamewatch.storage.errors import StorageError
 from flamewatch.storage.objstore import FilesystemConfig, S3Config
 from flamewatch.storage.postgres import PostgresConfig
@@ -224,7 +225,8 @@ def run_ingester(args: argparse.Namespace) -> int:
         ingester = Ingester(config, store, db)
         ingester.start()
         stack.push_async_callback(ingester.stop)
-        await _serve(args, listeners, [http_router(ingester)], register_grpc(ingester))
+        await _serve(args, listeners, [http_router(ingester)], register_grpc(ingester),
+                     ready=storage_readiness(store, db))
 
     return _run(main)
 
@@ -245,7 +247,7 @@ def run_querier(args: argparse.Namespace) -> int:
         blocks = BlockCache(store, config.cache_bytes, config.fetch_concurrency, PathIndex())
         stack.callback(blocks.close)
         querier = Querier(db, blocks, config)
-        await _serve(args, listeners, [router(querier)], register_grpc(querier))
+        await _serve(args, listeners, [router(querier)], register_grpc(querier), ready=storage_readiness(store, db))
 
     return _run(main)
 
@@ -343,6 +345,7 @@ def run_all(args: argparse.Namespace) -> int:
                    ui_router(DEFAULT_UI_DIR)]
         # The collector stops while the servers still run, so what it has queued reaches the ingester.
         await _serve(args, listeners, routers, register, before_stop=collector.stop,
+                     ready=storage_readiness(store, db),
                      ready_message="Flamewatch is ready: open http://"
                      f"{_browsable(_with_port(args.http_address, listeners.http_port))} (the API is "
                      "under /api/v1, scrape targets at /api/v1/targets); Ctrl-C stops it")
@@ -360,7 +363,7 @@ def run_frontend(args: argparse.Namespace) -> int:
         client = httpx.AsyncClient(timeout=600)
         stack.push_async_callback(client.aclose)
         routers = [api_proxy_router(args.querier_url, client), ui_router(Path(args.ui_dir))]
-        await _serve(args, listeners, routers, None)
+        await _serve(args, listeners, routers, None, ready=upstream_readiness("querier", args.querier_url))
 
     return _run(main)
 
@@ -420,7 +423,8 @@ def _open_storage(stack: contextlib.AsyncExitStack, config: StorageConfig):
     return store, db
 
 
-async def _serve(args, listeners, routers, register, before_stop=None, ready_message=None) -> None:
+async def _serve(args, listeners, routers, register, before_stop=None, ready_message=None,
+                 ready=None) -> None:
     """Every process serves its routers plus /debug/pprof (itself), /metrics, /healthz and /readyz."""
     from flamewatch.rpc.http import build_app
     from flamewatch.rpc.runtime import serve
@@ -428,7 +432,8 @@ async def _serve(args, listeners, routers, register, before_stop=None, ready_mes
 
     routers = [*routers, profiling_router(heap_enabled=args.heap_profiling)]
     _start_heap_tracking(args)  # after start-up: tracing every import would slow it down many times
-    await serve(listeners, build_app(routers, ready=lambda: True), register, before_stop, ready_message)
+    await serve(listeners, build_app(routers, ready=ready or no_dependencies()), register, before_stop,
+                ready_message)
 
 
 def _start_heap_tracking(args: argparse.Namespace) -> None:

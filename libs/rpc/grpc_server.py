@@ -8,7 +8,7 @@ import time
 
 import grpc
 
-from flamewatch.rpc.errors import count_error, message_of, status_of
+from flamewatch.rpc.errors import count_error, log_failure, message_of, status_of
 
 log = logging.getLogger(__name__)
 
@@ -24,9 +24,8 @@ def handled(method):
         except Exception as exc:  # noqa: BLE001 - every failure is mapped to a status here
             status = status_of(exc)
             count_error(status)
-            level = logging.ERROR if status.http_status >= 500 else logging.INFO
-            log.log(level, "%s failed after %.0f ms: %s", method.__name__,
-                    1e3 * (time.perf_counter() - started), exc, exc_info=status.http_status == 500)
+            log_failure(log, exc, "%s failed after %.0f ms: %s", method.__name__,
+                        1e3 * (time.perf_counter() - started), exc)
             await context.abort(status.grpc_code, message_of(exc))
 
     return wrapper

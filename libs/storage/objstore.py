@@ -61,6 +61,9 @@ class ObjectStore(Protocol):
     def list_prefixes(self, prefix: str) -> list[str]:
         """The distinct `<prefix><name>/` folders one level below `prefix`, sorted."""
 
+    def ping(self) -> None:
+        """Raise `StorageError` unless the store answers and holds its bucket or directory (readiness)."""
+
     def close(self) -> None:
         """Release connections; the store is unusable afterwards."""
 

@@ -64,6 +64,7 @@ class Ingester:
         return len(entries), nbytes
 
     def _prepare_all(self, series: Series, name_hint: str | None) -> list[Prepared]:
+        self._db.check_available()  # while Postgres is down, refuse at once rather than after the flush
         now = time.time_ns()
         out = []
         for labels, samples in series:

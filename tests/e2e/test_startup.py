@@ -56,8 +56,16 @@ def stop(process: subprocess.Popen) -> int:
     return process.wait(60)
 
 
-def postgres_running(data_dir: Path) -> bool:
-    """Whether a Postgres server runs on `data_dir/postgres` (its postmaster.pid names a live process)."""
+def postgres_running(data_dir: Path, settle_s: float = 10.0) -> bool:
+    """Whether a Postgres server still runs on `data_dir/postgres` (its postmaster.pid names a live process)
+    once `settle_s` have passed: a server being stopped may take a moment to go."""
+    deadline = time.monotonic() + settle_s
+    while _postgres_alive(data_dir) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return _postgres_alive(data_dir)
+
+
+def _postgres_alive(data_dir: Path) -> bool:
     pid_file = data_dir / "postgres" / "postmaster.pid"
     if not pid_file.exists():
         return False

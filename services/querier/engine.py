@@ -8,7 +8,7 @@ summed across series; everything else is summed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -110,15 +110,22 @@ class Querier:
 
     def _merge_rows(self, rows: ProfileRows, weights: np.ndarray | None) -> CallTree:
         keys = index.block_keys(self.db, sorted(set(rows.block_id.tolist())))
-        loaded = self.blocks.get_many(keys.values())
-        merged = np.zeros(len(self.blocks.paths), np.int64 if weights is None else np.float64)
-        order = np.argsort(rows.block_id, kind="stable")
-        starts = np.flatnonzero(np.r_[True, rows.block_id[order][1:] != rows.block_id[order][:-1]])
-        for pick in np.split(order, starts[1:]) if len(order) else []:
-            block = loaded[keys[rows.block_id[pick[0]]]]
-            nodes, values = block.reader.entries(rows.row[pick], None if weights is None else weights[pick])
-            np.add.at(merged, block.node_paths[nodes], values)
-        return self.blocks.paths.tree(merged)
+        return merge_blocks(self.blocks, keys, rows.block_id, rows.row, weights)
+
+
+def merge_blocks(blocks: BlockCache, keys: Mapping[str, str], block_id: np.ndarray, row: np.ndarray,
+                 weights: np.ndarray | None) -> CallTree:
+    """The call tree of profiles stored in blocks: profile i is row `row[i]` of block `block_id[i]`,
+    whose object key is `keys[block_id[i]]`, weighted by `weights[i]` (None: summed as they are)."""
+    loaded = blocks.get_many(keys.values())
+    merged = np.zeros(len(blocks.paths), np.int64 if weights is None else np.float64)
+    order = np.argsort(block_id, kind="stable")
+    starts = np.flatnonzero(np.r_[True, block_id[order][1:] != block_id[order][:-1]])
+    for pick in np.split(order, starts[1:]) if len(order) else []:
+        block = loaded[keys[block_id[pick[0]]]]
+        nodes, values = block.reader.entries(row[pick], None if weights is None else weights[pick])
+        np.add.at(merged, block.node_paths[nodes], values)
+    return blocks.paths.tree(merged)
 
 
 def _gauge_weights(rows: ProfileRows) -> np.ndarray:

@@ -23,25 +23,39 @@ _CHUNK = 1 << 20
 
 
 def decompress(data: bytes, max_bytes: int) -> bytes:
-    """Gunzip `data` if it is gzip, refusing to produce more than `max_bytes`."""
+    """Gunzip `data` if it is gzip, refusing to produce more than `max_bytes`.
+
+    A gzip file is one or more members (RFC 1952), each inflated in turn; zero bytes may pad the end,
+    anything else after the last member is an error.
+    """
     if not data.startswith(_GZIP_MAGIC):
         if len(data) > max_bytes:
             raise LimitExceeded(f"profile is {len(data)} bytes, the limit is {max_bytes}")
         return data
-    inflater = zlib.decompressobj(wbits=zlib.MAX_WBITS | 16)
     out = bytearray()
+    rest = data
     try:
-        pending = data
-        while pending and not inflater.eof:
-            out += inflater.decompress(pending, max_bytes + 1 - len(out))
-            if len(out) > max_bytes:
-                raise LimitExceeded(f"profile decompresses to more than {max_bytes} bytes, the limit")
-            pending = inflater.unconsumed_tail
+        while rest.startswith(_GZIP_MAGIC):
+            rest = _inflate_member(rest, out, max_bytes)
     except zlib.error as exc:
         raise DecodeError(f"invalid gzip data: {exc}") from exc
+    if rest.strip(b"\0"):
+        raise DecodeError("invalid gzip data: bytes after the end of the compressed stream are not a gzip member")
+    return bytes(out)
+
+
+def _inflate_member(data: bytes, out: bytearray, max_bytes: int) -> bytes:
+    """Inflate the gzip member at the start of `data` onto `out`; return the bytes after it."""
+    inflater = zlib.decompressobj(wbits=zlib.MAX_WBITS | 16)
+    pending = data
+    while pending and not inflater.eof:
+        out += inflater.decompress(pending, max_bytes + 1 - len(out))
+        if len(out) > max_bytes:
+            raise LimitExceeded(f"profile decompresses to more than {max_bytes} bytes, the limit")
+        pending = inflater.unconsumed_tail
     if not inflater.eof:
         raise DecodeError("invalid gzip data: the compressed stream is truncated")
-    return bytes(out)
+    return inflater.unused_data
 
 
 def decode(data: bytes, max_bytes: int = 64 << 20) -> Profile:

@@ -233,8 +233,8 @@ def test_resolve_range_default_span_stops_at_the_earliest_time() -> None:
     assert resolve_range(None, "1677-09-21T00:42:43.145224192Z", now_ns=NOW) == (-(2**63), -(2**63) + 1800 * S)
 
 
-# Found by fuzzing (fuzz/README.md): numbers past the int64 range with thousands of digits, durations past
-# the int64 nanosecond range, and digits of other scripts that `\d` matched.
+# Durations past the int64 nanosecond range (found by fuzzing, fuzz/README.md), numbers with thousands
+# of digits (int() refused them with its own message) and digits of other scripts that `\d` matched.
 OUT_OF_RANGE = "outside the representable range (years 1677 to 2262)"
 TOO_LONG = "longer than the int64 nanosecond range (292 years)"
 

@@ -77,8 +77,8 @@ class Querier:
         series_group = np.array([group_index[tuple(sorted(labels_of[i].items()))] for i in series_ids.tolist()],
                                 np.int64)
         row_group = series_group[np.searchsorted(series_ids, rows.series_id)]
-        bucket = (rows.time - start) // step
-        return [Points(dict(g), start + b * step, v)
+        bucket = _buckets(rows.time, start, step)
+        return [Points(dict(g), _bucket_starts(b, start, step), v)
                 for g, (b, v) in zip(groups, _bucket_totals(rows, row_group, bucket, len(groups), ptype.is_gauge))]
 
     # ------------------------------------------------------------------------------------ merges
@@ -126,6 +126,18 @@ def merge_blocks(blocks: BlockCache, keys: Mapping[str, str], block_id: np.ndarr
         nodes, values = block.reader.entries(row[pick], None if weights is None else weights[pick])
         np.add.at(merged, block.node_paths[nodes], values)
     return blocks.paths.tree(merged)
+
+
+# A range may span all of int64 (from 1677 to 2262), so time - start does not fit in int64: it is taken
+# modulo 2**64 in uint64, exact because time >= start; the bucket starts are mapped back the same way.
+def _buckets(times: np.ndarray, start: int, step: int) -> np.ndarray:
+    """The step each time falls in, counted from `start` (every time is at or after it)."""
+    offset = times.view(np.uint64) - np.uint64(start % 2**64)
+    return (offset // np.uint64(step)).astype(np.int64)
+
+
+def _bucket_starts(buckets: np.ndarray, start: int, step: int) -> np.ndarray:
+    return (buckets.astype(np.uint64) * np.uint64(step) + np.uint64(start % 2**64)).view(np.int64)
 
 
 def _gauge_weights(rows: ProfileRows) -> np.ndarray:

@@ -557,6 +557,23 @@ def test_gzip_may_be_padded_with_zeros():
     assert decompress(gzip.compress(raw) + b"\0" * 7, len(raw)) == raw
 
 
+def test_zeros_may_pad_the_space_between_gzip_members():
+    raw = small_reference().SerializeToString()
+    assert decompress(gzip.compress(raw[:50]) + b"\0" * 5000 + gzip.compress(raw[50:]), len(raw)) == raw
+    found = (FUZZ_INPUTS / "gzip-zeros-between-members.pb.gz").read_bytes()  # a fuzz input gzip reads
+    assert decompress(found, 1 << 20) == gzip.decompress(found)
+
+
+def test_gzip_members_are_limited_in_number():
+    empty = gzip.compress(b"", mtime=0)
+    assert decompress(empty * 1023 + gzip.compress(b"x"), 10) == b"x"
+    with pytest.raises(DecodeError, match="^invalid gzip data: more than 1024 members$"):
+        decompress(empty * 1024 + gzip.compress(b"x"), 10)
+    # Tens of thousands of members once cost time quadratic in their number (the rest copied per member).
+    with pytest.raises(DecodeError, match="more than 1024 members"):
+        decompress(empty * 200_000, 10)
+
+
 def gzip_bomb(zeros: int, chunk: int = 1 << 20) -> bytes:
     """`zeros` zero bytes as one gzip stream, built without ever holding or deflating all of them.
 

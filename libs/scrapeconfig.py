@@ -225,17 +225,18 @@ class _StrictLoader(yaml.SafeLoader):
 
 
 def _load_yaml(text: str) -> Any:
-    loader = _StrictLoader(text)  # safe: a SafeLoader subclass
     try:
-        return loader.get_single_data()
+        loader = _StrictLoader(text)  # safe: a SafeLoader subclass; it checks the characters first
+        try:
+            return loader.get_single_data()
+        except RecursionError as exc:
+            raise ConfigError(f"invalid YAML at {_where(loader.get_mark())}: nested too deeply") from exc
+        finally:
+            loader.dispose()
     except yaml.MarkedYAMLError as exc:
         raise ConfigError(_yaml_message(exc)) from exc
     except yaml.YAMLError as exc:
         raise ConfigError(f"invalid YAML: {exc}") from exc
-    except RecursionError as exc:
-        raise ConfigError(f"invalid YAML at {_where(loader.get_mark())}: nested too deeply") from exc
-    finally:
-        loader.dispose()
 
 
 def _where(mark: yaml.Mark | None) -> str:

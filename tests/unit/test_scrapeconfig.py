@@ -272,3 +272,10 @@ def test_the_fuzzed_escape_is_a_config_error():
 def test_deep_nesting_is_a_config_error(text):
     with pytest.raises(ConfigError, match=r"^invalid YAML at line \d+, column \d+: nested too deeply$"):
         parse_config(text)
+
+
+def test_characters_yaml_does_not_allow_are_a_config_error():
+    # Found by fuzzing after the loader was built outside the error handling (fuzz/README.md).
+    with pytest.raises(ConfigError, match="^invalid YAML: unacceptable character #x0000: special characters are not "
+                                          "allowed"):
+        parse_config("\0scrape_configs: []")

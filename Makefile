@@ -8,8 +8,10 @@ MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
 MINIO := $(CACHE)/bin/minio
 WORKLOAD := $(CACHE)/targets/workload
 PYTEST_ARGS ?=
+FUZZ_SECONDS ?= 600
+FUZZ_TARGETS ?=
 
-.PHONY: deps run test proto lint bench
+.PHONY: deps run test proto lint bench fuzz
 
 deps: $(VENV)/.installed $(MINIO) $(WORKLOAD)
 
@@ -46,8 +48,18 @@ proto: $(VENV)/.installed
 	$(PY) proto/generate.py
 
 lint: $(VENV)/.installed
-	$(PY) -m ruff check libs services tests bench proto/generate.py
+	$(PY) -m ruff check libs services tests bench fuzz proto/generate.py
 
 bench: deps
 	$(PY) bench/run.py
 	$(PY) bench/collector.py
+
+# Coverage-guided fuzzing (not part of `test`): each target of fuzz/ for FUZZ_SECONDS, seeded from the
+# test corpora; prints executions and findings per target. `make fuzz FUZZ_SECONDS=60 FUZZ_TARGETS=time`
+fuzz: $(VENV)/.fuzz-installed
+	$(PY) fuzz/seeds.py $(CACHE)/fuzz/seeds
+	nice $(PY) fuzz/campaign.py --seconds $(FUZZ_SECONDS) --work $(CACHE)/fuzz $(FUZZ_TARGETS)
+
+$(VENV)/.fuzz-installed: pyproject.toml $(VENV)/.installed
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev,fuzz]'
+	touch $@

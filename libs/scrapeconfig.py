@@ -208,20 +208,43 @@ class _StrictLoader(yaml.SafeLoader):
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
 
+    # PyYAML lets a few bad values escape as ValueError or OverflowError, without a position: a date
+    # such as 2026-13-01 when it is constructed, a "\\UFFFFFFFF" escape while it is scanned.
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep=deep)
+        except (ValueError, OverflowError) as exc:
+            raise yaml.constructor.ConstructorError(None, None, str(exc), node.start_mark) from exc
+
+    def scan_flow_scalar_non_spaces(self, double: bool, start_mark: yaml.Mark) -> list[str]:
+        try:
+            return super().scan_flow_scalar_non_spaces(double, start_mark)
+        except (ValueError, OverflowError) as exc:
+            raise yaml.scanner.ScannerError(None, None, "an escape sequence is not a Unicode character",
+                                            self.get_mark()) from exc
+
 
 def _load_yaml(text: str) -> Any:
     try:
-        return yaml.load(text, Loader=_StrictLoader)  # safe: a SafeLoader subclass
+        loader = _StrictLoader(text)  # safe: a SafeLoader subclass; it checks the characters first
+        try:
+            return loader.get_single_data()
+        except RecursionError as exc:
+            raise ConfigError(f"invalid YAML at {_where(loader.get_mark())}: nested too deeply") from exc
+        finally:
+            loader.dispose()
     except yaml.MarkedYAMLError as exc:
         raise ConfigError(_yaml_message(exc)) from exc
     except yaml.YAMLError as exc:
         raise ConfigError(f"invalid YAML: {exc}") from exc
 
 
+def _where(mark: yaml.Mark | None) -> str:
+    return f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
+
+
 def _yaml_message(exc: yaml.MarkedYAMLError) -> str:
-    mark = exc.problem_mark or exc.context_mark
-    where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
-    message = f"invalid YAML at {where}: {exc.problem or exc.context}"
+    message = f"invalid YAML at {_where(exc.problem_mark or exc.context_mark)}: {exc.problem or exc.context}"
     if exc.problem and exc.context and exc.context_mark:  # an unclosed bracket is found far from its start
         message += f" ({exc.context} at line {exc.context_mark.line + 1})"
     return message

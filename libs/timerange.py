@@ -41,13 +41,18 @@ _UNITS = {  # largest first: the order durations must be written in
     "ms": _SECOND // 1_000,
 }
 _UNIT_RANK = {unit: rank for rank, unit in enumerate(_UNITS)}
-_COMPONENT_RE = re.compile(r"(\d+(?:\.\d+)?)(ms|[ywdhms])")
-_NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
+# [0-9], not \d: \d would also take other scripts' digits, which Decimal and int() then read.
+_COMPONENT_RE = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|[ywdhms])")
+_NUMBER_RE = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 _EPOCH_UNITS = ((10**10, _SECOND), (10**13, 10**6), (10**16, 10**3))  # (integer part below, ns per unit)
 _RFC3339_RE = re.compile(
-    r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))?"
+    r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))?",
+    re.ASCII,
 )
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+# Amounts are summed as Decimals and capped here before becoming ints: the cap is out of range from any
+# int64 `now`, and int() of a Decimal with thousands of digits would fail (int_max_str_digits).
+_NS_CAP = Decimal(2**65)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 _DURATION_FORMS = (
@@ -77,13 +82,15 @@ def parse_duration(text: str) -> int:
         raise TimeParseError(f'invalid duration "{text}": expected {_DURATION_FORMS}')
     if negative or ns <= 0:
         raise TimeParseError(f'invalid duration "{text}": must be greater than zero')
+    if ns > _INT64_MAX:
+        raise TimeParseError(f'invalid duration "{text}": longer than the int64 nanosecond range (292 years)')
     return ns
 
 
 def _duration_ns(text: str) -> int | None:
     """Nanoseconds (zero allowed), or None when `text` is not a duration."""
     if _NUMBER_RE.fullmatch(text):
-        return int(Decimal(text) * _SECOND)
+        return _capped_int(Decimal(text) * _SECOND)
     total, pos, last_rank = Decimal(0), 0, -1
     while pos < len(text):
         match = _COMPONENT_RE.match(text, pos)
@@ -91,7 +98,11 @@ def _duration_ns(text: str) -> int | None:
             return None
         total += Decimal(match[1]) * _UNITS[match[2]]
         pos, last_rank = match.end(), _UNIT_RANK[match[2]]
-    return int(total) if text else None
+    return _capped_int(total) if text else None
+
+
+def _capped_int(ns: Decimal) -> int:
+    return int(min(ns, _NS_CAP))
 
 
 def parse_time(text: str, now_ns: int | None = None) -> int:
@@ -123,9 +134,9 @@ def _relative_ns(text: str, offset: str, now_ns: int) -> int:
 
 
 def _epoch_ns(number: str) -> int:
-    integer_part = int(number.partition(".")[0])
-    scale = next((ns for below, ns in _EPOCH_UNITS if integer_part < below), 1)
-    return int(Decimal(number) * scale)
+    value = Decimal(number)
+    scale = next((ns for below, ns in _EPOCH_UNITS if value < below), 1)  # by the integer part's size
+    return _capped_int(value * scale)
 
 
 def _rfc3339_ns(text: str, match: re.Match[str]) -> int:
@@ -157,7 +168,9 @@ def resolve_range(
     """Resolve a (from, until) pair; a missing or empty end is now, a missing start is end - default_span."""
     now = time.time_ns() if now_ns is None else now_ns  # one "now" for both ends
     until = now if not (end or "").strip() else parse_time(end, now)
-    since = until - parse_duration(default_span) if not (start or "").strip() else parse_time(start, now)
+    # A default span reaching past the earliest representable time stops there.
+    earliest = max(until - parse_duration(default_span), _INT64_MIN)
+    since = parse_time(start, now) if (start or "").strip() else earliest
     if since > until:
         raise TimeRangeError(f"from ({format_ns(since)}) is after until ({format_ns(until)})")
     return since, until

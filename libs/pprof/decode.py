@@ -19,29 +19,66 @@ from flamewatch.pprof.errors import DecodeError, InvalidProfile, LimitExceeded
 from flamewatch.pprof.model import Functions, Locations, Mappings, Profile, Samples
 
 _GZIP_MAGIC = b"\x1f\x8b"
-_CHUNK = 1 << 20
+_MAX_MEMBERS = 1024  # pprof writers make one; cat of a few files makes a few; thousands is an attack
+_FIRST_CHUNK, _MAX_CHUNK = 4 << 10, 1 << 20
 
 
 def decompress(data: bytes, max_bytes: int) -> bytes:
-    """Gunzip `data` if it is gzip, refusing to produce more than `max_bytes`."""
+    """Gunzip `data` if it is gzip, refusing to produce more than `max_bytes`.
+
+    A gzip file is one or more members (RFC 1952), each inflated in turn; zero bytes may pad the space
+    after a member (as gzip tools allow), anything else there is an error.
+    """
     if not data.startswith(_GZIP_MAGIC):
         if len(data) > max_bytes:
             raise LimitExceeded(f"profile is {len(data)} bytes, the limit is {max_bytes}")
         return data
-    inflater = zlib.decompressobj(wbits=zlib.MAX_WBITS | 16)
     out = bytearray()
+    at, members = 0, 0
     try:
-        pending = data
+        while data.startswith(_GZIP_MAGIC, at):
+            members += 1
+            if members > _MAX_MEMBERS:
+                raise DecodeError(f"invalid gzip data: more than {_MAX_MEMBERS} members")
+            at = _skip_zeros(data, _inflate_member(data, at, out, max_bytes))
+    except zlib.error as exc:
+        raise DecodeError(f"invalid gzip data: {exc}") from exc
+    if at < len(data):
+        raise DecodeError("invalid gzip data: bytes after the end of the compressed stream are not a gzip member")
+    return bytes(out)
+
+
+def _skip_zeros(data: bytes, at: int) -> int:
+    """The offset of the first non-zero byte from `at` on (len(data) if none), in growing windows."""
+    size = _FIRST_CHUNK
+    while at < len(data) and data[at] == 0:
+        window = np.frombuffer(data, np.uint8, count=min(size, len(data) - at), offset=at)
+        nonzero = np.flatnonzero(window)
+        at += int(nonzero[0]) if len(nonzero) else len(window)
+        size = min(2 * size, _MAX_CHUNK)
+    return at
+
+
+def _inflate_member(data: bytes, at: int, out: bytearray, max_bytes: int) -> int:
+    """Inflate the gzip member starting at `data[at]` onto `out`; return the offset just after it.
+
+    Input goes in growing chunks, so the copy zlib makes of the bytes after a member stays small
+    (handing it all the rest would copy the rest once per member).
+    """
+    inflater = zlib.decompressobj(wbits=zlib.MAX_WBITS | 16)
+    view, size = memoryview(data), _FIRST_CHUNK
+    while not inflater.eof:
+        if at >= len(data):
+            raise DecodeError("invalid gzip data: the compressed stream is truncated")
+        pending = view[at : at + size]
+        at += len(pending)
         while pending and not inflater.eof:
             out += inflater.decompress(pending, max_bytes + 1 - len(out))
             if len(out) > max_bytes:
                 raise LimitExceeded(f"profile decompresses to more than {max_bytes} bytes, the limit")
             pending = inflater.unconsumed_tail
-    except zlib.error as exc:
-        raise DecodeError(f"invalid gzip data: {exc}") from exc
-    if not inflater.eof:
-        raise DecodeError("invalid gzip data: the compressed stream is truncated")
-    return bytes(out)
+        size = min(2 * size, _MAX_CHUNK)
+    return at - len(inflater.unused_data)
 
 
 def decode(data: bytes, max_bytes: int = 64 << 20) -> Profile:

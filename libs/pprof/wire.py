@@ -22,6 +22,7 @@ from flamewatch.pprof.errors import DecodeError
 WIRE_VARINT = 0
 WIRE_LEN = 2
 _MAX_VARINT_BYTES = 10
+_MAX_FIELD_NUMBER = (1 << 29) - 1  # protobuf's largest; 0 is never valid
 _VARINT_LIMITS = np.array([1 << (7 * k) for k in range(1, 10)], dtype=np.uint64)
 
 
@@ -107,6 +108,9 @@ def _read_one_field(v: Varints, cur: np.ndarray, last: np.ndarray, live: np.ndar
         raise DecodeError(f"{what}: a field has no value (truncated message)")
     tag = v.values[at]
     number, wire = (tag >> np.uint64(3)).astype(np.int64), (tag & np.uint64(7)).astype(np.int64)
+    bad_number = (number < 1) | (number > _MAX_FIELD_NUMBER)
+    if bad_number.any():
+        raise DecodeError(f"{what}: field number {number[bad_number][0]} is outside 1..{_MAX_FIELD_NUMBER}")
     bad = (wire != WIRE_VARINT) & (wire != WIRE_LEN)
     if bad.any():
         raise DecodeError(f"{what}: field {number[bad][0]} has unsupported wire type {wire[bad][0]}")

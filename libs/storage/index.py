@@ -130,7 +130,8 @@ def profile_rows(db: Database, series_ids: Sequence[int], start: int, end: int) 
 
 def nearest_profile(db: Database, series_ids: Sequence[int], time_ns: int) -> ProfileRows:
     """The one profile closest to time_ns among the series (empty if they have none)."""
-    return _rows(db, "TRUE ORDER BY abs(time - %s) LIMIT 1", [list(series_ids), time_ns])
+    # numeric: a time near either end of the int64 range would overflow bigint subtraction.
+    return _rows(db, "TRUE ORDER BY abs(time::numeric - %s) LIMIT 1", [list(series_ids), time_ns])
 
 
 def _rows(db: Database, where: str, args: list) -> ProfileRows:

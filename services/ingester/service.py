@@ -13,6 +13,7 @@ import time
 import grpc
 from fastapi import APIRouter, Request
 from prometheus_client import Counter
+from pydantic import BaseModel, ConfigDict, Field
 
 from flamewatch.api.flamewatch.v1 import ingest_pb2, ingest_pb2_grpc
 from flamewatch.config import IngesterConfig
@@ -21,6 +22,7 @@ from flamewatch.ingester.prepare import Prepared, prepare
 from flamewatch.ingester.writer import BlockWriter
 from flamewatch.pprof import LimitExceeded, hint_from_file_name
 from flamewatch.rpc.grpc_server import handled
+from flamewatch.rpc.openapi import ERROR_RESPONSES, TENANT_DESCRIPTION, TENANT_HEADER_SCHEMA
 from flamewatch.rpc.tenant import HEADER, resolve_tenant, tenant_from_metadata
 from flamewatch.storage.objstore import ObjectStore
 from flamewatch.storage.postgres import Database
@@ -99,11 +101,27 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
         return ingest_pb2.PushResponse(profiles=profiles, bytes=nbytes)
 
 
+class IngestAnswer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    profiles: int = Field(description="typed profiles stored: one per sample type of the pprof")
+    bytes: int = Field(description="decompressed pprof size")
+
+
+# The body is read as a stream (to stop at the size limit), so FastAPI cannot see it: declare it here.
+_INGEST_OPENAPI = {
+    "requestBody": {"required": True, "description": "a pprof profile, gzip-compressed or raw", "content": {
+        "application/octet-stream": {"schema": {"type": "string", "format": "binary", "minLength": 1}}}},
+    "parameters": [{"name": "X-Scope-OrgID", "in": "header", "required": False, "description": TENANT_DESCRIPTION,
+                    "schema": TENANT_HEADER_SCHEMA}],
+}
+
+
 def http_router(ingester: Ingester) -> APIRouter:
-    router = APIRouter()
+    router = APIRouter(responses=ERROR_RESPONSES)
 
     @router.post("/ingest", summary="Push one pprof profile (gzip or raw) as the request body; "
-                 "every query parameter becomes a series label")
+                 "every query parameter becomes a series label", response_model=IngestAnswer,
+                 openapi_extra=_INGEST_OPENAPI)
     async def ingest(request: Request) -> dict:
         tenant = resolve_tenant(request.headers.get(HEADER))
         labels = dict(request.query_params)

@@ -4,8 +4,11 @@ This is the querier's hot path between "values summed per stack node" and render
 is vectorised with numpy. The only Python loops run over tree depth (one numpy operation over all nodes
 of a level per iteration), never over nodes, samples or stacks.
 
-Invariants of a `CallTree`: node 0 is the root, `parent[i] < i` for every other node, and values are
-non-negative (profile values are; truncation relies on a child's total never exceeding its parent's).
+Invariants of a `CallTree`: node 0 is the root and `parent[i] < i` for every other node. Values may be
+negative: a `go tool pprof -diff_base` comparison stores the base profile's samples negated. So nodes
+are ranked by weight, the sum of the absolute self values in their subtree, which (unlike a signed
+total) never exceeds the parent's; what truncation folds into `other` is the signed sum, so every kept
+node keeps its exact total.
 """
 
 from __future__ import annotations
@@ -245,24 +248,26 @@ def _with_self(tree: CallTree, self_value: np.ndarray) -> CallTree:
 def truncate(tree: CallTree, max_nodes: int) -> CallTree:
     """At most `max_nodes` nodes, counting the `other` nodes added; every kept node keeps its total.
 
-    Kept are the nodes with the largest totals (ties: shallower first, then lower id), which is a
-    connected set from the root. A parent that lost children gets one child `other` whose self value is
-    the sum of the dropped children's totals. The root and, if it has children, one `other` under it are
-    always kept, so `max_nodes` below 2 may yield 2 nodes.
+    Kept are the nodes with the largest weights (the sum of the absolute self values in their subtree:
+    the total when no value is negative; ties: shallower first, then lower id), a connected set from
+    the root. A parent that lost children gets one child `other` whose self value is the (signed) sum
+    of the dropped children's totals. The root and, if it has children, one `other` under it are always
+    kept, so `max_nodes` below 2 may yield 2 nodes.
     """
     small, columns = truncate_columns(tree, tree.self_value[:, None], max_nodes)
     return tree if small is tree else _with_self(small, columns[:, 0])
 
 
 def truncate_columns(tree: CallTree, columns: np.ndarray, max_nodes: int) -> tuple[CallTree, np.ndarray]:
-    """`truncate` for a tree with several self-value columns; nodes rank by the sum of their totals."""
+    """`truncate` for a tree with several self-value columns; nodes rank by their weight in all columns."""
     if max_nodes < 1:
         raise ValueError(f"max_nodes must be at least 1, got {max_nodes}")
     if len(tree) <= max_nodes:
         return tree, columns
     depth = depths(tree)
-    column_totals = subtree_sums(tree.parent, depth_levels(depth), columns)
-    ranked = _rank(column_totals.sum(axis=1), depth, max_nodes)
+    by_depth = depth_levels(depth)
+    column_totals = subtree_sums(tree.parent, by_depth, columns)
+    ranked = _rank(subtree_sums(tree.parent, by_depth, np.abs(columns).sum(axis=1)), depth, max_nodes)
     keep = np.zeros(len(tree), bool)
     keep[ranked[: _kept_count(tree.parent, ranked, max_nodes)]] = True
     return _fold_dropped(tree, columns, column_totals, keep)
@@ -272,7 +277,8 @@ def _rank(score: np.ndarray, depth: np.ndarray, max_nodes: int) -> np.ndarray:
     """The nodes that may be kept, best first, every parent before its children.
 
     Only nodes scoring at least the `max_nodes`-th best can be kept, so only those are sorted. A child
-    never outscores its parent and ties go to the shallower node, so each prefix is connected.
+    never outscores its parent (weights, not signed totals) and ties go to the shallower node, so each
+    prefix is connected.
     """
     threshold = np.partition(score, len(score) - max_nodes)[len(score) - max_nodes]
     candidates = np.flatnonzero(score >= threshold)

@@ -9,7 +9,7 @@ summed across series; everything else is summed.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -90,8 +90,8 @@ class Querier:
         series_group = np.array([group_index[tuple(sorted(labels_of[i].items()))] for i in series_ids.tolist()],
                                 np.int64)
         row_group = series_group[np.searchsorted(series_ids, rows.series_id)]
-        bucket = (rows.time - start) // step
-        return [Points(dict(g), start + b * step, v)
+        bucket = _buckets(rows.time, start, step)
+        return [Points(dict(g), _bucket_starts(b, start, step), v)
                 for g, (b, v) in zip(groups, _bucket_totals(rows, row_group, bucket, len(groups), ptype.is_gauge))]
 
     # ------------------------------------------------------------------------------------ merges
@@ -123,15 +123,34 @@ class Querier:
 
     def _merge_rows(self, rows: ProfileRows, weights: np.ndarray | None) -> CallTree:
         keys = index.block_keys(self.db, sorted(set(rows.block_id.tolist())))
-        loaded = self.blocks.get_many(keys.values())
-        merged = np.zeros(len(self.blocks.paths), np.int64 if weights is None else np.float64)
-        order = np.argsort(rows.block_id, kind="stable")
-        starts = np.flatnonzero(np.r_[True, rows.block_id[order][1:] != rows.block_id[order][:-1]])
-        for pick in np.split(order, starts[1:]) if len(order) else []:
-            block = loaded[keys[rows.block_id[pick[0]]]]
-            nodes, values = block.reader.entries(rows.row[pick], None if weights is None else weights[pick])
-            np.add.at(merged, block.node_paths[nodes], values)
-        return self.blocks.paths.tree(merged)
+        return merge_blocks(self.blocks, keys, rows.block_id, rows.row, weights)
+
+
+def merge_blocks(blocks: BlockCache, keys: Mapping[str, str], block_id: np.ndarray, row: np.ndarray,
+                 weights: np.ndarray | None) -> CallTree:
+    """The call tree of profiles stored in blocks: profile i is row `row[i]` of block `block_id[i]`,
+    whose object key is `keys[block_id[i]]`, weighted by `weights[i]` (None: summed as they are)."""
+    loaded = blocks.get_many(keys.values())
+    merged = np.zeros(len(blocks.paths), np.int64 if weights is None else np.float64)
+    order = np.argsort(block_id, kind="stable")
+    starts = np.flatnonzero(np.r_[True, block_id[order][1:] != block_id[order][:-1]])
+    for pick in np.split(order, starts[1:]) if len(order) else []:
+        block = loaded[keys[block_id[pick[0]]]]
+        nodes, values = block.reader.entries(row[pick], None if weights is None else weights[pick])
+        np.add.at(merged, block.node_paths[nodes], values)
+    return blocks.paths.tree(merged)
+
+
+# A range may span all of int64 (from 1677 to 2262), so time - start does not fit in int64: it is taken
+# modulo 2**64 in uint64, exact because time >= start; the bucket starts are mapped back the same way.
+def _buckets(times: np.ndarray, start: int, step: int) -> np.ndarray:
+    """The step each time falls in, counted from `start` (every time is at or after it)."""
+    offset = times.view(np.uint64) - np.uint64(start % 2**64)
+    return (offset // np.uint64(step)).astype(np.int64)
+
+
+def _bucket_starts(buckets: np.ndarray, start: int, step: int) -> np.ndarray:
+    return (buckets.astype(np.uint64) * np.uint64(step) + np.uint64(start % 2**64)).view(np.int64)
 
 
 _logged_bad_types: set[str] = set()

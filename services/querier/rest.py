@@ -10,12 +10,26 @@ from fastapi.responses import Response
 from flamewatch.pprof.profile_types import ProfileType
 from flamewatch.querier import api
 from flamewatch.querier.engine import Querier
+from flamewatch.querier.rest_models import (
+    DiffAnswer,
+    NamesAnswer,
+    ProfileTypesAnswer,
+    QueryAnswer,
+    QueryRangeAnswer,
+    SeriesAnswer,
+)
+from flamewatch.rpc.openapi import ERROR_RESPONSES, TENANT_DESCRIPTION, TENANT_HEADER_SCHEMA
 from flamewatch.rpc.tenant import resolve_tenant
 
-Tenant = Annotated[str | None, Header(alias="X-Scope-OrgID", description="tenant, default anonymous")]
+Tenant = Annotated[str | None, Header(alias="X-Scope-OrgID", description=TENANT_DESCRIPTION,
+                                      json_schema_extra=TENANT_HEADER_SCHEMA)]
 From = Annotated[str | None, Query(alias="from", description="start: epoch s/ms/ns, RFC 3339 or now-1h")]
 Until = Annotated[str | None, Query(description="end, default now")]
 Match = Annotated[list[str] | None, Query(alias="match[]", description='series selector, e.g. {job="demo"}')]
+# Documented, not validated by FastAPI: api.py checks them with messages that name the accepted values.
+Format = Annotated[str, Query(json_schema_extra={"enum": list(api.FORMATS)})]
+MaxNodes = Annotated[int | None, Query(description="nodes (rows for top) to keep, default from the configuration",
+                                       json_schema_extra={"minimum": 1, "maximum": api.MAX_NODES_LIMIT})]
 
 
 def _type_json(t: ProfileType) -> dict:
@@ -23,31 +37,39 @@ def _type_json(t: ProfileType) -> dict:
             "period_type": t.period_type, "period_unit": t.period_unit}
 
 
-def router(q: Querier) -> APIRouter:
-    r = APIRouter(prefix="/api/v1")
+def _answers(model: type) -> dict:
+    """The route's 200 body, documented only: the dicts are not validated per request."""
+    return {"response_model": None, "responses": {200: {"model": model, "description": "the answer"}}}
 
-    @r.get("/profile_types", summary="Profile types with data in the range")
+
+PPROF_BODY = {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}
+
+
+def router(q: Querier) -> APIRouter:
+    r = APIRouter(prefix="/api/v1", responses=ERROR_RESPONSES)
+
+    @r.get("/profile_types", summary="Profile types with data in the range", **_answers(ProfileTypesAnswer))
     def profile_types(tenant: Tenant = None, start: From = None, until: Until = None) -> dict:
         types = q.profile_types(resolve_tenant(tenant), *api.time_range(start, until))
         return {"status": "success", "data": [_type_json(t) for t in types]}
 
-    @r.get("/labels", summary="Label names of matching series")
+    @r.get("/labels", summary="Label names of matching series", **_answers(NamesAnswer))
     def labels(tenant: Tenant = None, match: Match = None, start: From = None, until: Until = None) -> dict:
         names = q.label_names(resolve_tenant(tenant), match or [], *api.time_range(start, until))
         return {"status": "success", "data": names}
 
-    @r.get("/label/{name}/values", summary="Values of one label across matching series")
+    @r.get("/label/{name}/values", summary="Values of one label across matching series", **_answers(NamesAnswer))
     def label_values(name: str, tenant: Tenant = None, match: Match = None, start: From = None,
                      until: Until = None) -> dict:
         values = q.label_values(resolve_tenant(tenant), name, match or [], *api.time_range(start, until))
         return {"status": "success", "data": values}
 
-    @r.get("/series", summary="Label sets of matching series")
+    @r.get("/series", summary="Label sets of matching series", **_answers(SeriesAnswer))
     def series(tenant: Tenant = None, match: Match = None, start: From = None, until: Until = None) -> dict:
         found = q.series(resolve_tenant(tenant), match or [], *api.time_range(start, until))
         return {"status": "success", "data": [s.labels for s in found]}
 
-    @r.get("/query_range", summary="Profile totals per step, from the index")
+    @r.get("/query_range", summary="Profile totals per step, from the index", **_answers(QueryRangeAnswer))
     def query_range(query: str, tenant: Tenant = None, start: From = None, until: Until = None,
                     step: str | None = None, group_by: Annotated[list[str] | None, Query()] = None) -> dict:
         lo, hi = api.time_range(start, until)
@@ -58,9 +80,11 @@ def router(q: Querier) -> APIRouter:
                            for p in totals.series],
                 "warnings": totals.warnings}
 
-    @r.get("/query", summary="Merge of all matching profiles (or the one nearest `time`)")
+    @r.get("/query", summary="Merge of all matching profiles (or the one nearest `time`)", response_model=None,
+           responses={200: {"model": QueryAnswer, "content": PPROF_BODY,
+                            "description": "JSON, or with format=pprof a gzipped pprof profile"}})
     def query(query: str, tenant: Tenant = None, start: From = None, until: Until = None,
-              time: str | None = None, format: str = "flamegraph", max_nodes: int | None = None):
+              time: str | None = None, format: Format = "flamegraph", max_nodes: MaxNodes = None):
         lo, hi = api.time_range(start, until)
         rendered = api.query(q, resolve_tenant(tenant), query, lo, hi, api.optional_time(time), format,
                              api.check_max_nodes(max_nodes, q.config.default_max_nodes))
@@ -70,10 +94,10 @@ def router(q: Querier) -> APIRouter:
         return {"profile_type": rendered.merged.profile_type.id, "profiles": rendered.merged.profiles,
                 format: rendered.body}
 
-    @r.get("/diff", summary="Two merges side by side as one diff flamegraph")
+    @r.get("/diff", summary="Two merges side by side as one diff flamegraph", **_answers(DiffAnswer))
     def diff(left_query: str, right_query: str, tenant: Tenant = None, left_from: str | None = None,
              left_until: str | None = None, right_from: str | None = None, right_until: str | None = None,
-             max_nodes: int | None = None) -> dict:
+             max_nodes: MaxNodes = None) -> dict:
         left = (left_query, *api.time_range(left_from, left_until))
         right = (right_query, *api.time_range(right_from, right_until))
         return {"flamegraph": api.diff(q, resolve_tenant(tenant), left, right,

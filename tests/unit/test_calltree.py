@@ -119,6 +119,21 @@ def test_truncate_breaks_ties_by_id():
     assert rows_of(truncate(tree, 3)) == [(-1, "total", 0), (0, "c", 3), (0, "other", 6)]
 
 
+# A comparison (`go tool pprof -diff_base`): total -> a (-10) -> {b (+3), d (-1)}; total -> {c (+4), e (+1)}.
+SIGNED = [(-1, "total", 0), (0, "a", -10), (0, "c", 4), (0, "e", 1), (1, "b", 3), (1, "d", -1)]
+
+
+def test_truncate_ranks_signed_values_by_weight_and_keeps_exact_totals():
+    tree = make_tree(SIGNED)
+    assert totals(tree).tolist() == [-3, -8, 4, 1, 3, -1]
+    # Weights (absolute values summed): total 19, a 14, c 4, b 3, then d and e. By signed totals c, b
+    # and e would outrank the root and a, and b would be kept without its parent.
+    small = truncate(tree, 5)
+    assert rows_of(small) == [(-1, "total", 0), (0, "a", -10), (0, "c", 4), (0, "other", 1), (1, "other", 2)]
+    assert totals(small).tolist() == [-3, -8, 4, 1, 2]
+    assert rows_of(truncate(tree, 1)) == [(-1, "total", 0), (0, "other", -3)]
+
+
 def test_truncate_rejects_a_non_positive_limit():
     with pytest.raises(ValueError, match="max_nodes must be at least 1"):
         truncate(make_tree(SIX), 0)
@@ -127,14 +142,14 @@ def test_truncate_rejects_a_non_positive_limit():
 # --- random trees against plain-dict references ---------------------------------------------------------
 
 
-def random_part(rng: np.random.Generator, n: int, vocabulary: int) -> TreePart:
+def random_part(rng: np.random.Generator, n: int, vocabulary: int, signed: bool = False) -> TreePart:
     # Parents close to the child make deep stacks; some far parents make bushy ones.
     near = np.maximum(np.arange(n) - rng.integers(1, 8, n), 0)
     far = (rng.random(n) * np.arange(n)).astype(np.int64)
     parent = np.where(rng.random(n) < 0.8, near, far)
     parent[0] = -1
     key = np.array([f"fn{i}" for i in rng.integers(0, vocabulary, n)], dtype=object)
-    value = np.where(rng.random(n) < 0.4, 0, rng.integers(1, 1000, n))
+    value = np.where(rng.random(n) < 0.4, 0, rng.integers(-1000 if signed else 1, 1000, n))
     return TreePart(parent, key, value)
 
 
@@ -194,9 +209,26 @@ def test_truncate_matches_reference(seed):
         assert real.keys() == set(reference_kept(tree, max_nodes))
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_truncate_of_signed_values_matches_reference(seed):
+    rng = np.random.default_rng(200 + seed)
+    tree = merge_trees([random_part(rng, 2000, 25, signed=True) for _ in range(3)])
+    full_totals = tree_paths(tree, totals(tree))
+    for max_nodes in (1, 2, 5, 7, 50, 400, len(tree) - 1):
+        small = truncate(tree, max_nodes)
+        kept = tree_paths(small, totals(small))
+        assert len(small) <= max(max_nodes, 2)
+        assert kept[()] == full_totals[()]
+        real = {path: value for path, value in kept.items() if path[-1:] != ("other",)}
+        assert real == {path: full_totals[path] for path in real}
+        assert real.keys() == set(reference_kept(tree, max_nodes))
+
+
 def reference_kept(tree: CallTree, max_nodes: int) -> list[tuple[str, ...]]:
-    """The longest prefix of nodes by (total desc, depth, id) that fits with its "other" nodes."""
-    total, depth = totals(tree).tolist(), depths(tree).tolist()
+    """The longest prefix of nodes by (weight desc, depth, id) that fits with its "other" nodes; a
+    node's weight is the sum of the absolute self values in its subtree."""
+    weight = make_weights(tree)
+    total, depth = weight.tolist(), depths(tree).tolist()
     ranked = sorted(range(len(tree)), key=lambda i: (-total[i], depth[i], i))
     missing = [0] * len(tree)  # children not kept yet, per node
     for p in tree.parent.tolist()[1:]:
@@ -214,6 +246,15 @@ def reference_kept(tree: CallTree, max_nodes: int) -> list[tuple[str, ...]]:
     best = max(best, 1)
     paths = list(tree_paths(tree, np.zeros(len(tree))))
     return [paths[i] for i in ranked[:best]]
+
+
+def make_weights(tree: CallTree) -> np.ndarray:
+    paths = list(tree_paths(tree, np.zeros(len(tree))))
+    weight = dict.fromkeys(paths, 0)
+    for path, value in zip(paths, np.abs(tree.self_value).tolist(), strict=True):
+        for depth in range(len(path) + 1):
+            weight[path[:depth]] += value
+    return np.array([weight[path] for path in paths])
 
 
 def test_merge_speed_sanity():

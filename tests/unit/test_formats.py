@@ -106,6 +106,30 @@ def test_top_limits_rows_and_sorts_ties_by_name():
     ]
 
 
+# A comparison: improvements are negative. total -> main (+1) -> {fast (-9), slow (+4)}; total -> gc (-2)
+SIGNED = [(-1, "total", 0), (0, "main", 1), (1, "fast", -9), (1, "slow", 4), (0, "gc", -2)]
+
+
+def test_top_ranks_by_absolute_value():
+    assert render_top(make_tree(SIGNED), 3) == {"total": -6, "entries": [
+        {"name": "fast", "self": -9, "total": -9},
+        {"name": "slow", "self": 4, "total": 4},
+        {"name": "gc", "self": -2, "total": -2},
+    ]}
+
+
+def test_tree_orders_children_by_absolute_total_and_keeps_signed_totals():
+    tree = render_tree(make_tree(SIGNED), 4)
+    assert (tree["name"], tree["total"]) == ("total", -6)
+    assert [(c["name"], c["total"]) for c in tree["children"]] == [("main", -4), ("other", -2)]
+    assert [(c["name"], c["total"]) for c in tree["children"][0]["children"]] == [("other", -5)]
+
+
+def test_flamegraph_of_signed_values_keeps_the_total_and_names_the_largest_self():
+    assert [(g["total"], g["max_self"]) for g in (render_flamegraph(make_tree(SIGNED), n) for n in (4, 100))] \
+        == [(-6, 5), (-6, 9)]
+
+
 def test_top_does_not_treat_the_root_as_a_namesake():
     tree = make_tree([(-1, "total", 0), (0, "total", 3)])
     assert render_top(tree, 10)["entries"] == [{"name": "total", "self": 3, "total": 3}]

@@ -14,6 +14,7 @@ import time
 import tracemalloc
 import zlib
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -28,6 +29,7 @@ from flamewatch.pprof import (
     Profile,
     ProfileLimits,
     decode,
+    decompress,
     encode,
     validate,
 )
@@ -392,6 +394,17 @@ def _read_varint(raw: bytes, at: int) -> tuple[int, int]:
             return value, at
 
 
+FUZZ_INPUTS = Path(__file__).parent / "testdata" / "fuzz"  # inputs the fuzz campaign found (fuzz/README.md)
+
+
+def fuzz_input(name: str) -> Callable[[], bytes]:
+    return lambda: (FUZZ_INPUTS / name).read_bytes()
+
+
+def gzip_members(*parts: bytes) -> bytes:
+    return b"".join(gzip.compress(part) for part in parts)
+
+
 TRUNCATION_CUTS = [1, 2, 5, 13, 40, 77]
 NOT_PPROF = "not a pprof profile: the data is neither gzip-compressed nor a valid protobuf message"
 GZIP_TRUNCATED = "invalid gzip data: the compressed stream is truncated"
@@ -422,6 +435,21 @@ ERRORS = [
      "sample: a length-delimited field runs past the end of its message"),
     ("sample-fixed64-field", with_sample_bytes(b"\x09" + b"\x01" * 8), LIMITS, DecodeError,
      "sample: field 1 has unsupported wire type 1"),
+    ("sample-field-number-0", with_sample_bytes(b"\x00\x05\x10\x01\x10\x0a"), LIMITS, DecodeError,
+     "sample: field number 0 is outside 1..536870911"),
+    ("sample-field-number-too-large", with_sample_bytes(b"\x80\x80\x80\x80\x10\x05\x10\x01\x10\x0a"), LIMITS,
+     DecodeError, "sample: field number 536870912 is outside 1..536870911"),
+    ("fuzz-mapping-field-number-0", fuzz_input("pprof-field-number-zero.pb"), LIMITS, DecodeError,
+     "mapping: field number 0 is outside 1..536870911"),
+    ("gzip-trailing-garbage", lambda: gzip.compress(small_reference().SerializeToString()) + b"l", LIMITS,
+     DecodeError, "invalid gzip data: bytes after the end of the compressed stream are not a gzip member"),
+    ("fuzz-gzip-trailing-byte", fuzz_input("gzip-trailing-byte.pb.gz"), LIMITS, DecodeError,
+     "invalid gzip data: bytes after the end of the compressed stream are not a gzip member"),
+    ("gzip-second-member-truncated", lambda: gzip_members(b"\x0a\x00", b"\x0a\x00")[:-3], LIMITS, DecodeError,
+     GZIP_TRUNCATED),
+    ("gzip-members-too-large-together", lambda: gzip_members(*[small_reference().SerializeToString()[:100]] * 2),
+     ProfileLimits(max_decompressed_bytes=150), LimitExceeded,
+     "profile decompresses to more than 150 bytes, the limit"),
     ("sample-varint-of-11-bytes", with_sample_bytes(b"\x08" + b"\x80" * 10 + b"\x01"), LIMITS, DecodeError,
      "varint longer than 10 bytes"),
     ("sample-ends-inside-varint",
@@ -522,6 +550,35 @@ def test_rejections(make, limits, error, message):
         load(make(), limits)
     assert type(info.value) is error
     assert str(info.value) == message
+
+
+def test_gzip_of_several_members_is_their_concatenation():
+    raw = small_reference().SerializeToString()
+    cut = sorted(field_starts(raw))[3]
+    assert decode(gzip_members(raw[:cut], b"", raw[cut:])) == decode(raw)
+    assert decompress(gzip_members(raw[:cut], raw[cut:]), len(raw)) == raw
+
+
+def test_gzip_may_be_padded_with_zeros():
+    raw = small_reference().SerializeToString()
+    assert decompress(gzip.compress(raw) + b"\0" * 7, len(raw)) == raw
+
+
+def test_zeros_may_pad_the_space_between_gzip_members():
+    raw = small_reference().SerializeToString()
+    assert decompress(gzip.compress(raw[:50]) + b"\0" * 5000 + gzip.compress(raw[50:]), len(raw)) == raw
+    found = (FUZZ_INPUTS / "gzip-zeros-between-members.pb.gz").read_bytes()  # a fuzz input gzip reads
+    assert decompress(found, 1 << 20) == gzip.decompress(found)
+
+
+def test_gzip_members_are_limited_in_number():
+    empty = gzip.compress(b"", mtime=0)
+    assert decompress(empty * 1023 + gzip.compress(b"x"), 10) == b"x"
+    with pytest.raises(DecodeError, match="^invalid gzip data: more than 1024 members$"):
+        decompress(empty * 1024 + gzip.compress(b"x"), 10)
+    # Tens of thousands of members once cost time quadratic in their number (the rest copied per member).
+    with pytest.raises(DecodeError, match="more than 1024 members"):
+        decompress(empty * 200_000, 10)
 
 
 def gzip_bomb(zeros: int, chunk: int = 1 << 20) -> bytes:

@@ -194,6 +194,10 @@ EXPECTED_ERRORS = {
     "unknown_top_level.bad.yml": "scrape_config: unknown field (did you mean scrape_configs?)",
     "yaml_syntax.bad.yml": "invalid YAML at line 4, column 1: expected ',' or ']', but got '<stream end>' "
     "(while parsing a flow sequence at line 3)",
+    # PyYAML raised ValueError / OverflowError of its own for these (found by fuzzing, fuzz/README.md).
+    "yaml_escape_not_unicode.bad.yml":
+        "invalid YAML at line 2, column 23: an escape sequence is not a Unicode character",
+    "yaml_bad_date.bad.yml": "invalid YAML at line 1, column 27: month must be in 1..12",
 }
 
 
@@ -253,3 +257,25 @@ def test_scrape_config_defaults_follow_its_interval():
     assert job.scrape_timeout_s == 10.0
     assert job.profiling_config.pprof_config["process_cpu"].seconds == 30
     assert ScrapeConfig("fast", scrape_interval_s=2.0).scrape_timeout_s == 2.0
+
+
+FUZZ_INPUTS = Path(__file__).parent / "testdata" / "fuzz"
+
+
+def test_the_fuzzed_escape_is_a_config_error():
+    with pytest.raises(ConfigError, match="^invalid YAML at line 1, column 5: an escape sequence is not a "
+                                          "Unicode character$"):
+        load_config(FUZZ_INPUTS / "config-escape-out-of-range.yml")
+
+
+@pytest.mark.parametrize("text", ["[" * 5000, "scrape_configs:\n  - job_name: " + "{a: " * 3000])
+def test_deep_nesting_is_a_config_error(text):
+    with pytest.raises(ConfigError, match=r"^invalid YAML at line \d+, column \d+: nested too deeply$"):
+        parse_config(text)
+
+
+def test_characters_yaml_does_not_allow_are_a_config_error():
+    # Found by fuzzing after the loader was built outside the error handling (fuzz/README.md).
+    with pytest.raises(ConfigError, match="^invalid YAML: unacceptable character #x0000: special characters are not "
+                                          "allowed"):
+        parse_config("\0scrape_configs: []")

@@ -224,6 +224,60 @@ def test_resolve_range_rejects_reversed_ranges(start: str | None, end: str | Non
     assert str(caught.value) == message
 
 
+EARLIEST = "1677-09-21T00:12:43.145224192Z"  # -2**63 ns
+
+
+def test_resolve_range_default_span_stops_at_the_earliest_time() -> None:
+    assert parse_time(EARLIEST) == -(2**63)
+    assert resolve_range(None, EARLIEST, now_ns=NOW) == (-(2**63), -(2**63))
+    assert resolve_range(None, "1677-09-21T00:42:43.145224192Z", now_ns=NOW) == (-(2**63), -(2**63) + 1800 * S)
+
+
+# Durations past the int64 nanosecond range (found by fuzzing, fuzz/README.md), numbers with thousands
+# of digits (int() refused them with its own message) and digits of other scripts that `\d` matched.
+OUT_OF_RANGE = "outside the representable range (years 1677 to 2262)"
+TOO_LONG = "longer than the int64 nanosecond range (292 years)"
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("9" * 5000, OUT_OF_RANGE),
+        ("1" + "0" * 4400 + ".5", OUT_OF_RANGE),
+        ("now-" + "9" * 5000 + "s", OUT_OF_RANGE),
+        ("now+" + "9" * 5000, OUT_OF_RANGE),
+        ("\u0661\u0667\u0660\u0660\u0660\u0660\u0660\u0660\u0660\u0660", f"expected {TIME_FORMS}"),
+        ("\u0662\u0660\u0662\u0666-11-20T14:02:00Z", f"expected {TIME_FORMS}"),
+    ],
+)
+def test_parse_time_errors_for_fuzzed_input(text: str, problem: str) -> None:
+    with pytest.raises(TimeParseError) as caught:
+        parse_time(text, now_ns=NOW)
+    assert str(caught.value) == f'invalid time "{text}": {problem}'
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("9999999999", TOO_LONG),
+        ("9223372036.854775808", TOO_LONG),
+        ("293y", TOO_LONG),
+        ("9" * 5000, TOO_LONG),
+        ("9" * 5000 + "s", TOO_LONG),
+        ("1" + "0" * 5000 + "y1ms", TOO_LONG),
+        ("\u0665s", f"expected {DURATION_FORMS}"),
+    ],
+)
+def test_parse_duration_errors_for_fuzzed_input(text: str, problem: str) -> None:
+    with pytest.raises(TimeParseError) as caught:
+        parse_duration(text)
+    assert str(caught.value) == f'invalid duration "{text}": {problem}'
+
+
+def test_the_longest_duration_is_the_int64_range() -> None:
+    assert parse_duration("9223372036.854775807") == 2**63 - 1
+
+
 def test_resolve_range_reports_unparseable_ends() -> None:
     with pytest.raises(TimeParseError, match='^invalid time "soon": expected now'):
         resolve_range("soon", None, now_ns=NOW)

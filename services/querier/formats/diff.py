@@ -37,7 +37,7 @@ def render_diff(left: CallTree, right: CallTree, max_nodes: int) -> dict[str, An
         "names": names.tolist(),
         "levels": rows,
         "total": int(total[0].sum()),
-        "max_self": int(np.max(self_value)),
+        "max_self": int(np.max(np.abs(self_value))),
         "left_ticks": int(total[0, 0]),
         "right_ticks": int(total[0, 1]),
     }

@@ -34,7 +34,7 @@ def render_flamegraph(tree: CallTree, max_nodes: int) -> dict[str, Any]:
         "names": names.tolist(),
         "levels": rows,
         "total": int(total[0]),
-        "max_self": int(self_value.max()),
+        "max_self": int(np.abs(self_value).max()),
     }
 
 

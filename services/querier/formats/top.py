@@ -1,5 +1,7 @@
 """The top format: one row per function name with its self and total value, heaviest first.
 
+Heaviest is by absolute value, so a comparison's (`go tool pprof -diff_base`) negative rows rank too.
+
 A function's total counts each stack once even when the function recurses: only nodes with no ancestor
 of the same name contribute their total.
 """
@@ -22,7 +24,7 @@ from flamewatch.querier.calltree import (
 
 
 def render_top(tree: CallTree, max_nodes: int) -> dict[str, Any]:
-    """At most `max_nodes` rows sorted by self desc, total desc, name; the root is not a row."""
+    """At most `max_nodes` rows sorted by |self| desc, |total| desc, name; the root is not a row."""
     names, name_index = compact_names(tree)
     depth = depths(tree)
     self_value = as_int(tree.self_value)
@@ -32,7 +34,8 @@ def render_top(tree: CallTree, max_nodes: int) -> dict[str, Any]:
     name_self = _sum_by(name_index[1:], self_value[1:], len(names))
     name_total = _sum_by(name_index[outermost], total[outermost], len(names))
     rows = np.flatnonzero(np.bincount(name_index[1:], minlength=len(names)))
-    rows = rows[np.lexsort((rows, -name_total[rows], -name_self[rows]))][:max_nodes]
+    # By absolute value: in a comparison (negative values) the biggest improvements rank with the regressions.
+    rows = rows[np.lexsort((rows, -np.abs(name_total[rows]), -np.abs(name_self[rows])))][:max_nodes]
     entries = zip(names[rows].tolist(), name_self[rows].tolist(), name_total[rows].tolist(), strict=True)
     return {"total": int(total[0]), "entries": [{"name": n, "self": s, "total": t} for n, s, t in entries]}
 

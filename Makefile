@@ -9,7 +9,7 @@ MINIO := $(CACHE)/bin/minio
 WORKLOAD := $(CACHE)/targets/workload
 PYTEST_ARGS ?=
 
-.PHONY: deps run test proto lint bench
+.PHONY: deps run test proto lint bench bench-demo
 
 deps: $(VENV)/.installed $(MINIO)
 
@@ -47,3 +47,9 @@ lint: $(VENV)/.installed
 bench: deps
 	$(PY) bench/run.py
 	$(PY) bench/collector.py
+
+# What `make run` costs Flamewatch itself: its CPU and memory, the embedded Postgres's and the demo's,
+# over DEMO_MINUTES (see bench/demo_cost.py for the variants that attribute the cost).
+DEMO_MINUTES ?= 10
+bench-demo: deps $(WORKLOAD)
+	$(PY) bench/demo_cost.py --minutes $(DEMO_MINUTES)

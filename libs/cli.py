@@ -67,9 +67,9 @@ def _storage_flags(p: _Parser) -> None:
 def _common_flags(p: _Parser, heap_profiling: bool = False) -> None:
     p.add("--log.level", "debug, info, warning or error", dest="log_level", default="info",
           choices=["debug", "info", "warning", "error"])
-    p.add("--self-profiling.heap", "trace Python allocations so /debug/pprof/heap can answer (costs some "
-          "speed and memory)", dest="heap_profiling", action=argparse.BooleanOptionalAction,
-          default=heap_profiling)
+    p.add("--self-profiling.heap", "trace Python allocations so /debug/pprof/heap can answer (tracemalloc: "
+          "several times the CPU of the service's own work, so off by default)", dest="heap_profiling",
+          action=argparse.BooleanOptionalAction, default=heap_profiling)
 
 
 def storage_config(args: argparse.Namespace) -> StorageConfig:
@@ -132,7 +132,7 @@ def _all_parser(sub) -> None:
     p.add("--http-address", "HTTP listen address (API, /ingest, /debug/pprof, /metrics)", default=":8080")
     p.add("--grpc-address", "gRPC listen address (IngestService, QueryService)", default=":8081")
     _storage_flags(p)
-    _common_flags(p, heap_profiling=True)
+    _common_flags(p)
     p.set_defaults(run=run_all)
 
 
@@ -267,7 +267,7 @@ scrape_configs:
     static_configs: [{{targets: ["{address}"], labels: {{service_name: flamewatch}}}}]
     profiling_config:
       pprof_config:
-        memory: {{path: /debug/pprof/heap}}
+        memory: {{enabled: {heap}, path: /debug/pprof/heap}}
         goroutine: {{enabled: false}}
         mutex: {{enabled: false}}
         block: {{enabled: false}}
@@ -298,7 +298,7 @@ def run_all(args: argparse.Namespace) -> int:
     if args.config_file:
         load = _config_loader(args.config_file)
     else:
-        text = SELF_SCRAPE.format(address=_local(args.http_address))
+        text = SELF_SCRAPE.format(address=_local(args.http_address), heap=str(args.heap_profiling).lower())
         load = lambda: parse_config(text, "built-in configuration")  # noqa: E731
     try:
         load()

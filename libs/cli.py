@@ -308,7 +308,7 @@ def run_all(args: argparse.Namespace) -> int:
     async def main() -> None:
         store, db = _open_storage(storage_config(args))
         ingester = Ingester(IngesterConfig(), store, db)
-        querier_config = QuerierConfig()
+        querier_config = QuerierConfig(cache_bytes=QuerierConfig.embedded_cache_bytes)
         blocks = BlockCache(store, querier_config.cache_bytes, querier_config.fetch_concurrency, PathIndex())
         querier = Querier(db, blocks, querier_config)
         collector = Collector(load, _local(args.grpc_address))

@@ -21,7 +21,9 @@ variants:
 
     make-run         examples/flamewatch.yaml as it is
     no-self-scrape   the same without the `flamewatch` job: only the demo is scraped and stored
-    no-self-heap     no-self-scrape, and heap tracking (tracemalloc) off
+    no-self-heap     no-self-scrape, with --no-self-profiling.heap (the same once heap tracking is off
+                     by default)
+    self-heap        make-run with --self-profiling.heap, and Flamewatch's own heap scraped too
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ EXAMPLE = ROOT / "examples" / "flamewatch.yaml"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 MiB = 1 << 20
-VARIANTS = ("make-run", "no-self-scrape", "no-self-heap")
+VARIANTS = ("make-run", "no-self-scrape", "no-self-heap", "self-heap")
 SELF_CPU = 'process_cpu:cpu:nanoseconds:cpu:nanoseconds{service_name="flamewatch"}'
 # The innermost Flamewatch module on a stack names what the CPU was spent on; first match wins.
 COMPONENTS = (("answering own profile requests", ("flamewatch.selfprofile.",)),
@@ -175,8 +177,11 @@ class Run:
 
 def config_for(variant: str, demo: str, http: str) -> str:
     config = yaml.safe_load(EXAMPLE.read_text())
-    if variant != "make-run":
+    if variant.startswith("no-self"):
         config["scrape_configs"] = [j for j in config["scrape_configs"] if j["job_name"] != "flamewatch"]
+    if variant == "self-heap":
+        job = next(j for j in config["scrape_configs"] if j["job_name"] == "flamewatch")
+        job["profiling_config"]["pprof_config"]["memory"]["enabled"] = True
     for job in config["scrape_configs"]:
         for group in job.get("static_configs", []):
             group["targets"] = [{"127.0.0.1:6060": demo, "127.0.0.1:8080": http}.get(t, t) for t in group["targets"]]
@@ -203,7 +208,7 @@ def measure(variant: str, seconds: float, every: float, warmup: float, fixed_por
     data = workdir / variant
     data.mkdir()
     (data / "flamewatch.yaml").write_text(config_for(variant, demo_addr, http))
-    flags = ["--no-self-profiling.heap"] if variant == "no-self-heap" else []
+    flags = {"no-self-heap": ["--no-self-profiling.heap"], "self-heap": ["--self-profiling.heap"]}.get(variant, [])
     demo = subprocess.Popen([str(WORKLOAD), "-addr", demo_addr, "-exit-on-stdin-close"], stdin=subprocess.PIPE,
                             stdout=subprocess.DEVNULL)
     flamewatch = subprocess.Popen([str(FLAMEWATCH), "all", "--config.file", str(data / "flamewatch.yaml"),
@@ -225,7 +230,7 @@ def measure(variant: str, seconds: float, every: float, warmup: float, fixed_por
             if run.samples[-1].at - started >= seconds:
                 break
             time.sleep(min(every, max(0.0, started + seconds - time.monotonic())))
-        if variant == "make-run":
+        if variant in ("make-run", "self-heap"):
             run.components = cpu_by_component(http, wall_start, time.time())
     finally:
         stop(flamewatch, demo)

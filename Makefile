@@ -11,26 +11,30 @@ PYTEST_ARGS ?=
 
 .PHONY: deps run test proto lint bench bench-demo
 
-deps: $(VENV)/.installed $(MINIO)
+deps: $(VENV)/.installed $(MINIO) $(WORKLOAD)
 
 $(VENV)/.installed: pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev]'
-	touch $@
+	@echo "make: installing Flamewatch and its Python packages into $(VENV)/ (the first time takes one to two minutes)"
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@$(PY) -m pip install -q --disable-pip-version-check -e '.[dev]'
+	@touch $@
 
 # The S3 server the tests run against, built from source with the Go toolchain and cached.
 $(MINIO):
-	mkdir -p $(CACHE)/bin
-	GOBIN=$(CURDIR)/$(CACHE)/bin GOFLAGS=-trimpath go install github.com/minio/minio@$(MINIO_VERSION)
+	@echo "make: building MinIO $(MINIO_VERSION) from source into $(MINIO), for the tests (the first time takes about 4 minutes)"
+	@mkdir -p $(CACHE)/bin
+	@GOBIN=$(CURDIR)/$(CACHE)/bin GOFLAGS=-trimpath go install github.com/minio/minio@$(MINIO_VERSION)
 
 # The demo Go program `make run` profiles next to Flamewatch itself.
 $(WORKLOAD): tests/targets/workload/go.mod $(wildcard tests/targets/workload/*.go)
-	mkdir -p $(CACHE)/targets
-	cd tests/targets/workload && go build -o $(CURDIR)/$(WORKLOAD) .
+	@echo "make: building the demo Go program into $(WORKLOAD)"
+	@mkdir -p $(CACHE)/targets
+	@cd tests/targets/workload && go build -o $(CURDIR)/$(WORKLOAD) .
 
 # Flamewatch on its embedded defaults (data under ./data) with the demo program on :6060; Ctrl-C stops both.
+# Flamewatch prints its address once it answers.
 run: $(VENV)/.installed $(WORKLOAD)
-	@echo "Flamewatch: http://localhost:8080 (API under /api/v1, targets at /api/v1/targets); Ctrl-C stops it"
+	@echo "make: starting the demo program on :6060 (log in $(CACHE)/demo.log) and Flamewatch on :8080"
 	@$(WORKLOAD) -addr 127.0.0.1:6060 > $(CACHE)/demo.log 2>&1 & \
 	demo=$$!; trap 'kill $$demo 2>/dev/null' EXIT INT TERM; \
 	$(VENV)/bin/flamewatch all --config.file examples/flamewatch.yaml

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import signal
@@ -23,6 +24,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from flamewatch.config import IngesterConfig, IngestLimits, QuerierConfig, StorageConfig
+from flamewatch.rpc.readiness import no_dependencies, storage_readiness, upstream_readiness
+from flamewatch.storage.errors import StorageError
 from flamewatch.storage.objstore import FilesystemConfig, S3Config
 from flamewatch.storage.postgres import PostgresConfig
 
@@ -39,7 +42,8 @@ def _env_name(flag: str) -> str:
 class _Parser(argparse.ArgumentParser):
     """Adds each flag's environment variable to its help and takes defaults from it."""
 
-    def add(self, flag: str, help: str, **kwargs):
+    def add(self, flag: str, help: str, secret: bool = False, **kwargs):
+        """`secret`: never show the value (a password, or a DSN that may hold one) in --help."""
         env = _env_name(flag)
         boolean = kwargs.get("action") in ("store_true", argparse.BooleanOptionalAction)
         if env in os.environ and not boolean:
@@ -47,18 +51,34 @@ class _Parser(argparse.ArgumentParser):
         elif env in os.environ:
             kwargs["default"] = os.environ[env].lower() in ("1", "true", "yes")
         shown = kwargs.get("default")
+        if secret and shown:
+            shown = f"set by {env}, not shown"
         suffix = f" [env {env}]" + (f" (default: {shown})" if shown not in (None, False, "") else "")
-        return self.add_argument(flag, help=help + suffix, **kwargs)
+        return self.add_argument(flag, help=help.replace("%", "%%") + suffix.replace("%", "%%"), **kwargs)
+
+    def address(self, flag: str, help: str, default: str):
+        return self.add(flag, help, default=default, type=_address)
+
+
+def _address(text: str) -> str:
+    """Checked when the flags are parsed, so a bad port is reported against its flag."""
+    from flamewatch.rpc.listen import parse_address
+
+    try:
+        parse_address(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+    return text
 
 
 def _storage_flags(p: _Parser) -> None:
     p.add("--data-dir", "directory for the embedded Postgres and the filesystem object store", default="./data")
     p.add("--storage.postgres-dsn", "Postgres to use, e.g. postgresql://user:pass@host:5432/flamewatch; "
-          "without it an embedded Postgres runs under <data-dir>/postgres", dest="postgres_dsn")
+          "without it an embedded Postgres runs under <data-dir>/postgres", dest="postgres_dsn", secret=True)
     p.add("--storage.s3.bucket", "store blocks in this S3 bucket instead of <data-dir>/objects", dest="s3_bucket")
     p.add("--storage.s3.endpoint", "S3 endpoint host:port", dest="s3_endpoint", default="127.0.0.1:9000")
     p.add("--storage.s3.access-key", "S3 access key", dest="s3_access_key")
-    p.add("--storage.s3.secret-key", "S3 secret key", dest="s3_secret_key")
+    p.add("--storage.s3.secret-key", "S3 secret key", dest="s3_secret_key", secret=True)
     p.add("--storage.s3.region", "S3 region", dest="s3_region")
     p.add("--storage.s3.insecure", "talk plain HTTP to the S3 endpoint", dest="s3_insecure", action="store_true")
     p.add("--storage.s3.prefix", "put every key under this folder of the bucket", dest="s3_prefix", default="")
@@ -76,7 +96,7 @@ def storage_config(args: argparse.Namespace) -> StorageConfig:
     data = Path(args.data_dir)
     if args.s3_bucket:
         if not (args.s3_access_key and args.s3_secret_key):
-            raise SystemExit("--storage.s3.bucket needs --storage.s3.access-key and --storage.s3.secret-key")
+            raise ValueError("--storage.s3.bucket needs --storage.s3.access-key and --storage.s3.secret-key")
         store = S3Config(args.s3_bucket, args.s3_endpoint, args.s3_access_key, args.s3_secret_key,
                          region=args.s3_region, insecure=args.s3_insecure, prefix=args.s3_prefix)
     else:
@@ -91,8 +111,8 @@ def _ingester_parser(sub) -> None:
                        description="Receive pprof profiles over gRPC (IngestService.Push) and HTTP "
                        "(POST /ingest), batch them into blocks and store them; a push is acknowledged once "
                        "its profiles are durable.")
-    p.add("--http-address", "HTTP listen address (/ingest, /metrics, /healthz)", default=IngesterConfig.http_address)
-    p.add("--grpc-address", "gRPC listen address (IngestService)", default=IngesterConfig.grpc_address)
+    p.address("--http-address", "HTTP listen address (/ingest, /metrics, /healthz)", IngesterConfig.http_address)
+    p.address("--grpc-address", "gRPC listen address (IngestService)", IngesterConfig.grpc_address)
     p.add("--flush-interval", "seconds between block flushes", type=float, default=IngesterConfig.flush_interval_s)
     p.add("--flush-bytes", "flush a tenant's batch early at this many decompressed bytes", type=int,
           default=IngesterConfig.flush_bytes)
@@ -110,8 +130,8 @@ def _querier_parser(sub) -> None:
     p = sub.add_parser("querier", help="answer label, series, range and profile queries",
                        description="Serve QueryService over gRPC and the same operations over REST under "
                        "/api/v1/ (profile_types, labels, label/<name>/values, series, query_range, query, diff).")
-    p.add("--http-address", "HTTP listen address (/api/v1, /metrics, /healthz)", default=QuerierConfig.http_address)
-    p.add("--grpc-address", "gRPC listen address (QueryService)", default=QuerierConfig.grpc_address)
+    p.address("--http-address", "HTTP listen address (/api/v1, /metrics, /healthz)", QuerierConfig.http_address)
+    p.address("--grpc-address", "gRPC listen address (QueryService)", QuerierConfig.grpc_address)
     p.add("--cache-bytes", "memory for parsed blocks", type=int, default=QuerierConfig.cache_bytes)
     p.add("--max-nodes", "default largest number of nodes in a flamegraph, top table or tree", type=int,
           default=QuerierConfig.default_max_nodes)
@@ -129,8 +149,8 @@ def _all_parser(sub) -> None:
                        "objects), and Flamewatch scrapes its own /debug/pprof endpoints.")
     p.add("--config.file", "YAML configuration with scrape_configs (default: scrape this process only)",
           dest="config_file")
-    p.add("--http-address", "HTTP listen address (API, /ingest, /debug/pprof, /metrics)", default=":8080")
-    p.add("--grpc-address", "gRPC listen address (IngestService, QueryService)", default=":8081")
+    p.address("--http-address", "HTTP listen address (API, /ingest, /debug/pprof, /metrics)", ":8080")
+    p.address("--grpc-address", "gRPC listen address (IngestService, QueryService)", ":8081")
     _storage_flags(p)
     _common_flags(p)
     p.set_defaults(run=run_all)
@@ -140,7 +160,7 @@ def _frontend_parser(sub) -> None:
     p = sub.add_parser("frontend", help="serve the web UI and pass /api to the querier",
                        description="Serve the web UI build and proxy /api/* to a querier, so a browser needs "
                        "one address.")
-    p.add("--http-address", "HTTP listen address", default=":8080")
+    p.address("--http-address", "HTTP listen address", ":8080")
     p.add("--querier.url", "the querier's HTTP base URL", dest="querier_url", default="http://127.0.0.1:4200")
     p.add("--ui.dir", "the UI build (index.html, assets/); without one a page points at the API", dest="ui_dir",
           default=str(DEFAULT_UI_DIR))
@@ -156,8 +176,8 @@ def _collector_parser(sub) -> None:
     p.add("--config.file", "YAML configuration with scrape_configs", dest="config_file", required=True)
     p.add("--ingester.address", "the ingester's gRPC address", dest="ingester_address", default="127.0.0.1:4101")
     p.add("--tenant", "tenant the profiles are stored under", default="anonymous")
-    p.add("--http-address", "HTTP listen address (/api/v1/targets, /-/reload, /metrics)", default=":4300")
-    p.add("--grpc-address", "gRPC listen address (CollectorService)", default=":4301")
+    p.address("--http-address", "HTTP listen address (/api/v1/targets, /-/reload, /metrics)", ":4300")
+    p.address("--grpc-address", "gRPC listen address (CollectorService)", ":4301")
     _common_flags(p)
     p.set_defaults(run=run_collector)
 
@@ -170,8 +190,8 @@ def _upload_parser(sub) -> None:
     p.add("--url", "the ingester (or flamewatch all) base URL", default="http://127.0.0.1:4100")
     p.add("--label", "series label k=v; repeat for more", action="append", default=[], dest="labels")
     p.add("--tenant", "tenant id sent as X-Scope-OrgID", default="anonymous")
-    p.add("--name", "profile name (process_cpu, memory, goroutine, mutex, block, ...); by default taken "
-          "from the file name when it names a Go profile", default=None)
+    p.add("--name", "profile name (process_cpu, memory, goroutine, mutex, block, or one of your own); by "
+          "default taken from the profile's content, with the file name as a hint", default=None)
     p.add("--timeout", "seconds to wait for each upload", type=float, default=30.0)
     p.set_defaults(run=run_upload, log_level="warning")
 
@@ -199,20 +219,16 @@ def run_ingester(args: argparse.Namespace) -> int:
     config = IngesterConfig(http_address=args.http_address, grpc_address=args.grpc_address,
                             flush_interval_s=args.flush_interval, flush_bytes=args.flush_bytes, limits=limits)
 
-    async def main() -> None:
-        store, db = _open_storage(storage_config(args))
+    async def main(stack: contextlib.AsyncExitStack) -> None:
+        listeners = _listen(stack, config.http_address, config.grpc_address)
+        store, db = _open_storage(stack, storage_config(args))
         ingester = Ingester(config, store, db)
         ingester.start()
+        stack.push_async_callback(ingester.stop)
+        await _serve(args, listeners, [http_router(ingester)], register_grpc(ingester),
+                     ready=storage_readiness(store, db))
 
-        async def stop() -> None:
-            await ingester.stop()
-            _close_storage(store, db)
-
-        await _serve(args, [http_router(ingester)], config.http_address, config.grpc_address,
-                     register_grpc(ingester), stop)
-
-    asyncio.run(main())
-    return 0
+    return _run(main)
 
 
 def run_querier(args: argparse.Namespace) -> int:
@@ -225,39 +241,32 @@ def run_querier(args: argparse.Namespace) -> int:
     config = QuerierConfig(http_address=args.http_address, grpc_address=args.grpc_address,
                            cache_bytes=args.cache_bytes, default_max_nodes=args.max_nodes)
 
-    async def main() -> None:
-        store, db = _open_storage(storage_config(args))
+    async def main(stack: contextlib.AsyncExitStack) -> None:
+        listeners = _listen(stack, config.http_address, config.grpc_address)
+        store, db = _open_storage(stack, storage_config(args))
         blocks = BlockCache(store, config.cache_bytes, config.fetch_concurrency, PathIndex())
+        stack.callback(blocks.close)
         querier = Querier(db, blocks, config)
+        await _serve(args, listeners, [router(querier)], register_grpc(querier), ready=storage_readiness(store, db))
 
-        async def stop() -> None:
-            blocks.close()
-            _close_storage(store, db)
-
-        await _serve(args, [router(querier)], config.http_address, config.grpc_address, register_grpc(querier), stop)
-
-    asyncio.run(main())
-    return 0
+    return _run(main)
 
 
 def run_collector(args: argparse.Namespace) -> int:
     from flamewatch.collector.service import Collector, http_router, register_grpc
 
     load = _config_loader(args.config_file)
-    try:
-        load()
-    except (OSError, ValueError) as exc:
-        raise SystemExit(f"flamewatch collector: {exc}") from exc
+    load()
 
-    async def main() -> None:
+    async def main(stack: contextlib.AsyncExitStack) -> None:
+        listeners = _listen(stack, args.http_address, args.grpc_address)
         collector = Collector(load, args.ingester_address, args.tenant)
         collector.start()
+        stack.push_async_callback(collector.stop)
         asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, _reload_logged, collector)
-        await _serve(args, [http_router(collector)], args.http_address, args.grpc_address, register_grpc(collector),
-                     collector.stop)
+        await _serve(args, listeners, [http_router(collector)], register_grpc(collector))
 
-    asyncio.run(main())
-    return 0
+    return _run(main)
 
 
 SELF_SCRAPE = """
@@ -280,6 +289,16 @@ def _local(address: str) -> str:
     return f"{'127.0.0.1' if host in ('', '0.0.0.0', '::', '[::]') else host}:{port}"
 
 
+def _with_port(address: str, port: int) -> str:
+    return f"{address.rpartition(':')[0]}:{port}"
+
+
+def _browsable(address: str) -> str:
+    """host:port as a browser on this machine reaches it: a wildcard host is localhost."""
+    host, _, port = address.rpartition(":")
+    return f"{'localhost' if host in ('', '0.0.0.0', '::', '[::]') else host}:{port}"
+
+
 def run_all(args: argparse.Namespace) -> int:
     from flamewatch.collector.service import Collector
     from flamewatch.collector.service import http_router as collector_router
@@ -295,25 +314,27 @@ def run_all(args: argparse.Namespace) -> int:
     from flamewatch.querier.service import register_grpc as register_query
     from flamewatch.scrapeconfig import parse_config
 
-    if args.config_file:
-        load = _config_loader(args.config_file)
-    else:
-        text = SELF_SCRAPE.format(address=_local(args.http_address), heap=str(args.heap_profiling).lower())
-        load = lambda: parse_config(text, "built-in configuration")  # noqa: E731
-    try:
+    load = _config_loader(args.config_file) if args.config_file else None
+    if load:
         load()
-    except (OSError, ValueError) as exc:
-        raise SystemExit(f"flamewatch all: {exc}") from exc
 
-    async def main() -> None:
-        store, db = _open_storage(storage_config(args))
+    async def main(stack: contextlib.AsyncExitStack) -> None:
+        listeners = _listen(stack, args.http_address, args.grpc_address)
+        # The built-in configuration scrapes this process where it listens, port 0 resolved.
+        text = SELF_SCRAPE.format(address=_local(_with_port(args.http_address, listeners.http_port)),
+                                  heap=str(args.heap_profiling).lower())
+        config = load or (lambda: parse_config(text, "built-in configuration"))
+        store, db = _open_storage(stack, storage_config(args))
         ingester = Ingester(IngesterConfig(), store, db)
         querier_config = QuerierConfig(cache_bytes=QuerierConfig.embedded_cache_bytes)
         blocks = BlockCache(store, querier_config.cache_bytes, querier_config.fetch_concurrency, PathIndex())
+        stack.callback(blocks.close)
         querier = Querier(db, blocks, querier_config)
-        collector = Collector(load, _local(args.grpc_address))
+        collector = Collector(config, _local(_with_port(args.grpc_address, listeners.grpc_port)))
         ingester.start()
+        stack.push_async_callback(ingester.stop)
         collector.start()
+        stack.push_async_callback(collector.stop)
         asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, _reload_logged, collector)
 
         def register(server) -> None:
@@ -321,18 +342,16 @@ def run_all(args: argparse.Namespace) -> int:
             register_query(querier)(server)
             register_collector(collector)(server)
 
-        async def stop() -> None:
-            await ingester.stop()
-            blocks.close()
-            _close_storage(store, db)
-
         routers = [ingest_router(ingester), query_router(querier), collector_router(collector),
                    ui_router(DEFAULT_UI_DIR)]
-        await _serve(args, routers, args.http_address, args.grpc_address, register, stop,
-                     before_stop=collector.stop)
+        # The collector stops while the servers still run, so what it has queued reaches the ingester.
+        await _serve(args, listeners, routers, register, before_stop=collector.stop,
+                     ready=storage_readiness(store, db),
+                     ready_message="Flamewatch is ready: open http://"
+                     f"{_browsable(_with_port(args.http_address, listeners.http_port))} (the API is "
+                     "under /api/v1, scrape targets at /api/v1/targets); Ctrl-C stops it")
 
-    asyncio.run(main())
-    return 0
+    return _run(main)
 
 
 def run_frontend(args: argparse.Namespace) -> int:
@@ -340,13 +359,36 @@ def run_frontend(args: argparse.Namespace) -> int:
 
     from flamewatch.frontend.service import api_proxy_router, ui_router
 
-    async def main() -> None:
+    async def main(stack: contextlib.AsyncExitStack) -> None:
+        listeners = _listen(stack, args.http_address, None)
         client = httpx.AsyncClient(timeout=600)
+        stack.push_async_callback(client.aclose)
         routers = [api_proxy_router(args.querier_url, client), ui_router(Path(args.ui_dir))]
-        await _serve(args, routers, args.http_address, None, None, client.aclose)
+        await _serve(args, listeners, routers, None, ready=upstream_readiness("querier", args.querier_url))
 
-    asyncio.run(main())
+    return _run(main)
+
+
+def _run(main) -> int:
+    """Run `main(stack)`; whatever it opened is closed through the stack, last opened first, whether
+    it returns or fails part way through starting."""
+
+    async def run() -> None:
+        async with contextlib.AsyncExitStack() as stack:
+            await main(stack)
+        log.info("stopped")
+
+    asyncio.run(run())
     return 0
+
+
+def _listen(stack: contextlib.AsyncExitStack, http_address: str, grpc_address: str | None):
+    """Bind the ports first: a taken port fails before storage or services start."""
+    from flamewatch.rpc.listen import listen
+
+    listeners = listen(http_address, grpc_address)
+    stack.callback(listeners.close)
+    return listeners
 
 
 def _config_loader(path: str):
@@ -370,23 +412,20 @@ def _reload_logged(collector) -> None:
         log.error("reload failed, keeping the running configuration: %s", exc)
 
 
-def _open_storage(config: StorageConfig):
+def _open_storage(stack: contextlib.AsyncExitStack, config: StorageConfig):
     from flamewatch.storage.objstore import open_object_store
     from flamewatch.storage.postgres import open_database
 
-    store = open_object_store(config.object_store)
-    log.info("object store: %s", config.object_store)
     db = open_database(config.postgres)
+    stack.callback(db.close)
+    store = open_object_store(config.object_store)
+    stack.callback(store.close)
+    log.info("object store: %s", config.object_store)
     return store, db
 
 
-def _close_storage(store, db) -> None:
-    db.close()
-    store.close()
-
-
-async def _serve(args, routers, http_address: str, grpc_address: str | None, register, stop,
-                 before_stop=None) -> None:
+async def _serve(args, listeners, routers, register, before_stop=None, ready_message=None,
+                 ready=None) -> None:
     """Every process serves its routers plus /debug/pprof (itself), /metrics, /healthz and /readyz."""
     from flamewatch.rpc.http import build_app
     from flamewatch.rpc.runtime import serve
@@ -394,7 +433,8 @@ async def _serve(args, routers, http_address: str, grpc_address: str | None, reg
 
     routers = [*routers, profiling_router(heap_enabled=args.heap_profiling)]
     _start_heap_tracking(args)  # after start-up: tracing every import would slow it down many times
-    await serve(build_app(routers, ready=lambda: True), http_address, grpc_address, register, stop, before_stop)
+    await serve(listeners, build_app(routers, ready=ready or no_dependencies()), register, before_stop,
+                ready_message)
 
 
 def _start_heap_tracking(args: argparse.Namespace) -> None:
@@ -416,12 +456,26 @@ def run_upload(args: argparse.Namespace) -> int:
     return 0
 
 
+# What a user can fix (a flag, a file, a port, the storage): one line, no traceback. Anything else is a
+# bug and keeps its traceback; so does everything at --log.level=debug.
+_USER_ERRORS = (ValueError, OSError, StorageError)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    # Only child processes that exec at once are forked (the embedded Postgres); gRPC's fork handlers
+    # would just log that they were skipped.
+    os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "0")
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for chatty in ("pgserver", "httpx"):  # they log every command or request at INFO
         logging.getLogger(chatty).setLevel(logging.WARNING)
-    return args.run(args)
+    try:
+        return args.run(args)
+    except _USER_ERRORS as exc:
+        if args.log_level == "debug":
+            log.exception("flamewatch %s failed", args.command)
+        print(f"flamewatch {args.command}: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -2,35 +2,33 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from urllib.parse import quote
 
 import httpx
 
 from flamewatch.labels.labelset import parse_label_args
 
-# Go's profile endpoints, as they usually appear in saved file names.
-_NAMES = {"cpu": "process_cpu", "profile": "process_cpu", "heap": "memory", "allocs": "memory",
-          "goroutine": "goroutine", "mutex": "mutex", "block": "block"}
+# Sent with each file; the server takes a hint for the profile's name from it (`flamewatch.pprof.naming`).
+FILE_NAME_HEADER = "X-Flamewatch-File-Name"
 
 
 class UploadError(Exception):
     """A file could not be read or the server refused it."""
 
 
-def name_from_file(path: Path) -> str | None:
-    """process_cpu for cpu.pb.gz, memory for heap.pprof, ...; None when the name says nothing."""
-    words = re.split(r"[^a-z]+", path.name.lower())
-    return next((_NAMES[w] for w in words if w in _NAMES), None)
+def base_url(url: str) -> str:
+    """The server's base URL; a URL given with its /ingest path works too."""
+    return url.rstrip("/").removesuffix("/ingest")
 
 
 def upload_files(files: Sequence[Path], url: str, labels: Sequence[str], tenant: str, name: str | None,
                  timeout: float) -> Iterator[str]:
     base = parse_label_args(labels)
-    with httpx.Client(base_url=url.rstrip("/"), timeout=timeout) as client:
+    with httpx.Client(base_url=base_url(url), timeout=timeout) as client:
         for path in files:
-            yield _upload_one(client, path, base, tenant, name or name_from_file(path))
+            yield _upload_one(client, path, base, tenant, name)
 
 
 def _upload_one(client: httpx.Client, path: Path, labels: dict, tenant: str, name: str | None) -> str:
@@ -40,9 +38,14 @@ def _upload_one(client: httpx.Client, path: Path, labels: dict, tenant: str, nam
         raise UploadError(f"{path}: {exc.strerror}") from exc
     params = {**labels, **({"__name__": name} if name else {})}
     try:
-        response = client.post("/ingest", params=params, content=body, headers={"X-Scope-OrgID": tenant})
+        headers = {"X-Scope-OrgID": tenant, FILE_NAME_HEADER: quote(path.name)}  # headers are ASCII
+        response = client.post("/ingest", params=params, content=body, headers=headers)
     except httpx.HTTPError as exc:
         raise UploadError(f"{path}: cannot reach {client.base_url}: {exc}") from exc
+    if response.status_code == 404:
+        where = str(client.base_url).rstrip("/")
+        raise UploadError(f"{path}: {where} has no /ingest endpoint (404): --url should be the base URL of an "
+                          "ingester or of flamewatch all, e.g. http://127.0.0.1:4100")
     if response.status_code != 200:
         raise UploadError(f"{path}: refused ({response.status_code}): {_message(response)}")
     result = response.json()

@@ -5,6 +5,7 @@ Tests declare what they touch with markers, and using a fixture without its mark
 | fixture | scope | marker | gives |
 |---|---|---|---|
 | `postgres_dsn` | function | `postgres` | `postgresql://` URI of a fresh, empty database (dropped after) |
+| `stoppable_postgres` | module | `postgres` | an `infra.pgctl.PostgresProcess` to stop, crash and start |
 | `minio` | session | `s3` | a running `infra.minio.MinioServer` (see below) |
 | `s3_bucket` | function | `s3` | name of a fresh, empty bucket on `minio` (removed after) |
 | `go_target` | function | `go` | "127.0.0.1:PORT" of a freshly started `tests/targets/workload` |
@@ -25,6 +26,7 @@ from pathlib import Path
 import pytest
 from infra import gotargets, postgres
 from infra.minio import MinioServer
+from infra.pgctl import PostgresProcess
 
 POSTGRES_DSN_ENV = "FLAMEWATCH_TEST_POSTGRES_DSN"
 
@@ -32,6 +34,7 @@ POSTGRES_DSN_ENV = "FLAMEWATCH_TEST_POSTGRES_DSN"
 REQUIRED_MARKERS = {
     "postgres_dsn": "postgres",
     "_postgres_server": "postgres",
+    "stoppable_postgres": "postgres",
     "minio": "s3",
     "s3_bucket": "s3",
     "go_target": "go",
@@ -81,6 +84,13 @@ def postgres_dsn(request: pytest.FixtureRequest, _postgres_server: str) -> Itera
     _require_marker(request, "postgres")
     with postgres.fresh_database(_postgres_server) as dsn:
         yield dsn
+
+
+@pytest.fixture(scope="module")
+def stoppable_postgres() -> Iterator[PostgresProcess]:
+    """A server of the module's own (never the shared one): outage tests stop it and start it again."""
+    with PostgresProcess() as server:
+        yield server
 
 
 # MinIO

@@ -56,6 +56,9 @@ def decode(data: bytes, max_bytes: int = 64 << 20) -> Profile:
         raise DecodeError(f"not a pprof profile: {what} a valid protobuf message") from exc
     if not raw:
         raise DecodeError("empty profile")
+    if not envelope.string_table:
+        raise DecodeError("not a pprof profile: a valid protobuf message, but without the string table every "
+                          "pprof profile has (OTLP profiles and other protobuf messages are not pprof)")
     return Profile(
         strings=_strings(envelope.string_table),
         sample_types=np.array([(t.type, t.unit) for t in envelope.sample_type], np.int64).reshape(-1, 2),
@@ -76,10 +79,13 @@ def decode(data: bytes, max_bytes: int = 64 << 20) -> Profile:
 
 
 def _strings(table) -> np.ndarray:
+    """The string table as str; bytes that are not UTF-8 become U+FFFD, as pprof's own tools show them."""
+    binary = pa.array(table, pa.binary())
     try:
-        return pa.array(table, pa.binary()).cast(pa.string()).to_numpy(zero_copy_only=False)
-    except pa.ArrowInvalid as exc:
-        raise DecodeError(f"string table holds invalid UTF-8: {exc}") from exc
+        return binary.cast(pa.string()).to_numpy(zero_copy_only=False)
+    except pa.ArrowInvalid:
+        # Only profiles with bad bytes take this path: one decode per string.
+        return np.array([s.decode("utf-8", "replace") for s in table], object)
 
 
 def _table(messages, what: str) -> tuple[wire.Varints, wire.Fields, int]:

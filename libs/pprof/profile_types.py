@@ -6,17 +6,13 @@ A profile type id is `name:sample_type:sample_unit:period_type:period_unit`, for
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
 
+from flamewatch.pprof.errors import InvalidProfileName
 from flamewatch.pprof.model import Profile
-
-_PART = re.compile(r"[A-Za-z0-9_.\-]+")
-
-# The profile name implied by the period type when the sender gave none.
-_NAME_BY_PERIOD_TYPE = {"cpu": "process_cpu", "space": "memory", "goroutine": "goroutine", "wall": "wall"}
+from flamewatch.pprof.naming import check_part, profile_name, safe_part
 
 # Values that describe a state at one moment: summed across series, averaged over time.
 _GAUGE_SAMPLE_TYPES = ("inuse_space", "inuse_objects", "goroutine", "goroutines")
@@ -41,11 +37,16 @@ class ProfileType:
     @classmethod
     def parse(cls, text: str) -> ProfileType:
         parts = text.split(":")
-        if len(parts) != 5 or not all(_PART.fullmatch(p) for p in parts):
-            raise ValueError(
+        try:
+            if len(parts) != 5:
+                raise InvalidProfileName("expected 5 parts")
+            for part in parts:
+                check_part(part)
+        except InvalidProfileName as exc:
+            raise InvalidProfileName(
                 f'invalid profile type "{text}": expected name:sample_type:sample_unit:period_type:period_unit, '
-                "for example process_cpu:cpu:nanoseconds:cpu:nanoseconds"
-            )
+                "each of letters, digits, _ . -, for example process_cpu:cpu:nanoseconds:cpu:nanoseconds"
+            ) from exc
         return cls(*parts)
 
 
@@ -62,26 +63,16 @@ class TypedProfile:
         return int(self.values.sum())
 
 
-def profile_name(profile: Profile, given: str | None = None) -> str:
-    if given:
-        return given
-    period_type = profile.string(profile.period_type[0])
-    if period_type:
-        return _NAME_BY_PERIOD_TYPE.get(period_type, _safe(period_type))
-    return "unknown"
+def split(profile: Profile, name: str | None = None, hint: str | None = None) -> list[TypedProfile]:
+    """One typed profile per sample type, all sharing the source's stacks and symbols.
 
-
-def split(profile: Profile, name: str | None = None) -> list[TypedProfile]:
-    """One typed profile per sample type, all sharing the source's stacks and symbols."""
-    base = profile_name(profile, name)
-    period_type, period_unit = (_safe(profile.string(i)) or "none" for i in profile.period_type)
+    `name` and `hint` are the explicit name and the hint of `naming.profile_name`."""
+    base = profile_name(profile, name, hint)
+    period_type, period_unit = (safe_part(profile.string(i)) or "none" for i in profile.period_type)
     out = []
     for column, (sample_type, unit) in enumerate(profile.sample_type_names()):
-        ptype = ProfileType(base, _safe(sample_type) or "unknown", _safe(unit) or "count", period_type, period_unit)
+        ptype = ProfileType(base, safe_part(sample_type) or "unknown", safe_part(unit) or "count", period_type,
+                            period_unit)
         out.append(TypedProfile(ptype, profile, profile.samples.values[:, column]))
     return out
 
-
-def _safe(text: str) -> str:
-    """Profile type parts are restricted so ids stay parseable."""
-    return re.sub(r"[^A-Za-z0-9_.\-]", "_", text)

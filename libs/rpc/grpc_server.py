@@ -8,7 +8,7 @@ import time
 
 import grpc
 
-from flamewatch.rpc.errors import count_error, message_of, status_of
+from flamewatch.rpc.errors import count_error, log_failure, message_of, status_of
 
 log = logging.getLogger(__name__)
 
@@ -24,28 +24,8 @@ def handled(method):
         except Exception as exc:  # noqa: BLE001 - every failure is mapped to a status here
             status = status_of(exc)
             count_error(status)
-            level = logging.ERROR if status.http_status >= 500 else logging.INFO
-            log.log(level, "%s failed after %.0f ms: %s", method.__name__,
-                    1e3 * (time.perf_counter() - started), exc, exc_info=status.http_status == 500)
+            log_failure(log, exc, "%s failed after %.0f ms: %s", method.__name__,
+                        1e3 * (time.perf_counter() - started), exc)
             await context.abort(status.grpc_code, message_of(exc))
 
     return wrapper
-
-
-def parse_address(address: str) -> tuple[str, int]:
-    """'host:port' or ':port' (all interfaces)."""
-    host, sep, port = address.rpartition(":")
-    if not sep or not port.isdigit():
-        raise ValueError(f'invalid address "{address}": expected host:port, e.g. 127.0.0.1:4100 or :4100')
-    return host or "0.0.0.0", int(port)
-
-
-async def start_grpc_server(address: str, register) -> grpc.aio.Server:
-    """Start an aio server on address; register(server) adds the servicers."""
-    server = grpc.aio.server(options=[("grpc.max_receive_message_length", 64 << 20),
-                                      ("grpc.max_send_message_length", 256 << 20)])
-    register(server)
-    host, port = parse_address(address)
-    server.add_insecure_port(f"{host}:{port}")
-    await server.start()
-    return server

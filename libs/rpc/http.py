@@ -11,7 +11,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from flamewatch.rpc.errors import count_error, message_of, status_of
+from flamewatch.rpc.errors import count_error, log_failure, message_of, status_of
 from flamewatch.storage.errors import StorageError
 
 log = logging.getLogger(__name__)
@@ -21,7 +21,7 @@ def error_response(exc: BaseException) -> JSONResponse:
     status = status_of(exc)
     count_error(status)
     if status.http_status >= 500:
-        log.error("request failed: %s", exc, exc_info=status.http_status == 500)
+        log_failure(log, exc, "request failed: %s", exc)
     return JSONResponse({"error": message_of(exc)}, status_code=status.http_status)
 
 
@@ -29,7 +29,8 @@ async def _expected_error(_: Request, exc: Exception) -> JSONResponse:
     return error_response(exc)
 
 
-def build_app(routers: Sequence[APIRouter], ready: Callable[[], bool]) -> FastAPI:
+def build_app(routers: Sequence[APIRouter], ready: Callable[[], Sequence[str]]) -> FastAPI:
+    """`ready` lists what keeps the process from being ready (empty: ready); see `rpc.readiness`."""
     app = FastAPI(title="Flamewatch", docs_url="/api/docs", openapi_url="/api/openapi.json")
     for router in routers:
         app.include_router(router)
@@ -50,7 +51,10 @@ def build_app(routers: Sequence[APIRouter], ready: Callable[[], bool]) -> FastAP
 
     @app.get("/readyz", include_in_schema=False)
     def _readyz() -> PlainTextResponse:
-        return PlainTextResponse("ready") if ready() else PlainTextResponse("not ready", status_code=503)
+        problems = ready()
+        if problems:
+            return PlainTextResponse("not ready: " + "; ".join(problems), status_code=503)
+        return PlainTextResponse("ready")
 
     @app.get("/metrics", include_in_schema=False)
     def _metrics() -> Response:

@@ -1,4 +1,7 @@
-"""Run a process's HTTP and gRPC servers in one event loop until SIGINT/SIGTERM, then stop cleanly."""
+"""Run a process's HTTP and gRPC servers in one event loop until SIGINT/SIGTERM, then stop cleanly.
+
+The sockets come bound (`rpc.listen`), so "serving" is logged only once both servers accept requests.
+"""
 
 from __future__ import annotations
 
@@ -10,35 +13,50 @@ from collections.abc import Awaitable, Callable
 import uvicorn
 from fastapi import FastAPI
 
-from flamewatch.rpc.grpc_server import parse_address, start_grpc_server
+from flamewatch.rpc.listen import Listeners
 
 log = logging.getLogger(__name__)
 
 
-async def serve(app: FastAPI, http_address: str, grpc_address: str | None, register_grpc,
-                on_stop: Callable[[], Awaitable[None]],
-                before_stop: Callable[[], Awaitable[None]] | None = None) -> None:
-    """Serve until SIGINT/SIGTERM; then `before_stop` (servers still up), stop the servers, `on_stop`."""
+async def serve(listeners: Listeners, app: FastAPI, register_grpc,
+                before_stop: Callable[[], Awaitable[None]] | None = None, ready_message: str | None = None) -> None:
+    """Serve until SIGINT/SIGTERM; then `before_stop` (servers still up) and stop the servers.
+
+    `ready_message` is logged once both servers answer. What the process opened before (storage,
+    services) is the caller's to close after this returns."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    grpc_server = await start_grpc_server(grpc_address, register_grpc) if grpc_address else None
-    host, port = parse_address(http_address)
-    http = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off"))
+    if listeners.grpc is not None:
+        register_grpc(listeners.grpc)
+        await listeners.grpc.start()
+    http = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
     http.install_signal_handlers = lambda: None  # the loop's handlers above own the signals
-    http_task = asyncio.create_task(http.serve(), name="http")
-    log.info("serving HTTP on %s%s", http_address, f" and gRPC on {grpc_address}" if grpc_address else "")
-    done, _ = await asyncio.wait([http_task, asyncio.create_task(stop.wait())],
-                                 return_when=asyncio.FIRST_COMPLETED)
-    if http_task in done and http_task.exception():
-        raise http_task.exception()
-    log.info("shutting down")
-    if before_stop:
-        await before_stop()
-    http.should_exit = True
-    if grpc_server:
-        await grpc_server.stop(grace=5)
-    await http_task
-    await on_stop()
-    log.info("stopped")
+    http_task = asyncio.create_task(http.serve(sockets=[listeners.http]), name="http")
+    try:
+        await _started(http, http_task)
+        host = listeners.http_address.rpartition(":")[0]
+        grpc_host = (listeners.grpc_address or "").rpartition(":")[0]
+        log.info("serving HTTP on %s:%d%s", host, listeners.http_port,
+                 f" and gRPC on {grpc_host}:{listeners.grpc_port}" if listeners.grpc is not None else "")
+        if ready_message:
+            log.info("%s", ready_message)
+        await asyncio.wait([http_task, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED)
+        if http_task.done() and http_task.exception():
+            raise http_task.exception()
+        log.info("shutting down")
+        if before_stop:
+            await before_stop()
+    finally:
+        http.should_exit = True
+        if listeners.grpc is not None:
+            await listeners.grpc.stop(grace=5)
+        await asyncio.gather(http_task, return_exceptions=True)
+
+
+async def _started(http: uvicorn.Server, task: asyncio.Task) -> None:
+    while not http.started:
+        if task.done():
+            raise task.exception() or RuntimeError("the HTTP server stopped before it started")
+        await asyncio.sleep(0.01)

@@ -9,12 +9,13 @@ use that name.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from flamewatch.storage.errors import ObjectNotFound, StorageError
+from flamewatch.storage.errors import ObjectNotFound, StorageError, StorageFull
 from flamewatch.storage.objstore import FilesystemConfig, ObjectInfo, check_key, check_prefix
 
 _TEMP_PREFIX = ".tmp-"
@@ -35,7 +36,7 @@ class FilesystemObjectStore:
 
     def put(self, key: str, data: bytes) -> None:
         path = self._path(key)
-        with _storage_errors(f"cannot write object {key}"):
+        with _storage_errors(f"cannot write object {key}", full=f"object directory {self._root} is full"):
             fd, temp = self._create_temp(path)
             try:
                 _write_all(fd, data)
@@ -72,6 +73,12 @@ class FilesystemObjectStore:
             entries = _scandir(self._root / folder)
         names = (e.name for e in entries if e.name.startswith(name_prefix) and e.is_dir())
         return sorted(f"{_as_base(folder)}{name}/" for name in names)
+
+    def ping(self) -> None:
+        if not self._root.is_dir():
+            raise StorageError(f"object directory {self._root} does not exist")
+        if not os.access(self._root, os.R_OK | os.W_OK | os.X_OK):
+            raise StorageError(f"object directory {self._root} is not readable and writable by this process")
 
     def close(self) -> None:
         """Nothing to release; present for the protocol."""
@@ -166,8 +173,11 @@ def _fsync_dir(folder: Path) -> None:
 
 
 @contextlib.contextmanager
-def _storage_errors(what: str) -> Iterator[None]:
+def _storage_errors(what: str, full: str = "") -> Iterator[None]:
+    """OSError → StorageError naming `what`; out of space (or quota) → StorageFull, led by `full`."""
     try:
         yield
     except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise StorageFull(f"{full or 'no space left'}: {what}: {exc.strerror}") from exc
         raise StorageError(f"{what}: {exc}") from exc

@@ -8,7 +8,7 @@ key → bytes map with S3 semantics: keys are `/`-separated, `list` is recursive
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from flamewatch.storage.errors import StorageConfigError, StorageError
@@ -30,7 +30,7 @@ class S3Config:
     bucket: str
     endpoint: str  # host:port, no scheme
     access_key: str
-    secret_key: str
+    secret_key: str = field(repr=False)  # never in logs
     region: str | None = None
     insecure: bool = False  # plain HTTP
     prefix: str = ""
@@ -60,6 +60,9 @@ class ObjectStore(Protocol):
 
     def list_prefixes(self, prefix: str) -> list[str]:
         """The distinct `<prefix><name>/` folders one level below `prefix`, sorted."""
+
+    def ping(self) -> None:
+        """Raise `StorageError` unless the store answers and holds its bucket or directory (readiness)."""
 
     def close(self) -> None:
         """Release connections; the store is unusable afterwards."""

@@ -5,7 +5,9 @@ migrations in `flamewatch.storage.migrations` under an advisory lock, and opens 
 themselves live in `index.py`; this module owns only getting a healthy, current schema to them.
 
 psycopg's connection errors (`OperationalError`, the pool's `PoolTimeout`) become
-`StorageUnavailable` naming the server; other database errors are left to the caller.
+`StorageUnavailable` naming the server; other database errors are left to the caller. Outages are
+handled by `Reachability`, not by the pool's reconnect backoff: while the server is down a request is
+refused at once, and within `PROBE_INTERVAL_S` of it coming back requests get fresh connections.
 """
 
 from __future__ import annotations
@@ -29,15 +31,20 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.pq import TransactionStatus
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from flamewatch.storage.errors import StorageConfigError, StorageError, StorageUnavailable
+from flamewatch.storage.reachability import Reachability
 
 logger = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT_S = 5  # libpq's connect_timeout, per connection attempt
 OPEN_TIMEOUT_S = 10.0  # for the pool to reach pool_min connections at open
-ACQUIRE_TIMEOUT_S = 10.0  # for `Database.connection()` to get a connection from the pool
+ACQUIRE_TIMEOUT_S = 10.0  # for `Database.connection()` to get a connection from a busy pool
+PROBE_CONNECT_TIMEOUT_S = 2  # libpq treats anything lower as 2
+# A pool slot whose reconnection keeps failing is given up after this long instead of being retried
+# with a doubling delay for minutes; the next request grows the pool afresh, with no delay to sit out.
+RECONNECT_TIMEOUT_S = 2.0
 _MIGRATIONS_PACKAGE = "flamewatch.storage.migrations"
 _MIGRATION_FILE = re.compile(r"^(\d{4})_(\w+)\.sql$")
 _PARTITION_NAME = re.compile(r"^profiles_(\d{8})$")
@@ -108,27 +115,75 @@ class EmbeddedPostgres:
 class Database:
     """A connection pool on a migrated database, and the embedded server if it started one."""
 
-    def __init__(self, pool: ConnectionPool, where: str, embedded: EmbeddedPostgres | None = None) -> None:
+    def __init__(self, pool: ConnectionPool, dsn: str, embedded: EmbeddedPostgres | None = None) -> None:
         self._pool = pool
+        self._dsn = dsn
         self._embedded = embedded
-        self.where = where  # "Postgres at host:port/db", for messages; never holds a password
+        self.where = describe_dsn(dsn)  # "Postgres at host:port/db", for messages; never holds a password
+        self._reachability = Reachability(self.where, self._probe, on_back=pool.drain)
 
     @contextlib.contextmanager
     def connection(self) -> Iterator[psycopg.Connection]:
         """A pooled connection; the transaction commits when the block exits cleanly.
 
-        Connection failures (also during the block) raise `StorageUnavailable`.
+        Connection failures (also during the block) raise `StorageUnavailable`, at once while the
+        server is known to be down.
         """
+        self._reachability.check()
+        conn = self._acquire()
         try:
-            with self._pool.connection(timeout=ACQUIRE_TIMEOUT_S) as conn:
+            with conn:
                 yield conn
         except psycopg.OperationalError as exc:
+            if conn.broken and self._reachability.recheck():
+                self._pool.drain()  # a restarted server broke every pooled connection, not only this one
             raise StorageUnavailable(f"{self.where} unavailable: {exc}") from exc
+        finally:
+            self._pool.putconn(conn)
+
+    def check_available(self) -> None:
+        """Raise `StorageUnavailable` at once if the server is known to be down (no round trip)."""
+        self._reachability.check()
+
+    def ping(self) -> None:
+        """Connect afresh and raise `StorageUnavailable` unless the server answers (for readiness)."""
+        self._reachability.ping()
 
     def close(self) -> None:
         self._pool.close()
         if self._embedded is not None:
             self._embedded.stop()
+
+    def _acquire(self) -> psycopg.Connection:
+        """A pooled connection that answered a round trip. The first one found broken while the server
+        answers means the server restarted: the pool is refilled and one more is tried."""
+        for _ in range(2):
+            conn = self._getconn()
+            try:
+                ConnectionPool.check_connection(conn)
+                return conn
+            except psycopg.OperationalError as exc:
+                self._pool.putconn(conn)
+                if not self._reachability.recheck():
+                    raise self._reachability.unavailable() from exc
+                self._pool.drain()
+                error = exc
+        raise StorageUnavailable(f"{self.where} unavailable: {error}") from error
+
+    def _getconn(self) -> psycopg.Connection:
+        try:
+            return self._pool.getconn(timeout=ACQUIRE_TIMEOUT_S)
+        except PoolTimeout as exc:
+            if not self._reachability.recheck():
+                raise self._reachability.unavailable() from exc
+            raise StorageUnavailable(f"{self.where}: no pooled connection free within {ACQUIRE_TIMEOUT_S:.0f} s "
+                                     "(every connection is busy)") from exc
+
+    def _probe(self) -> None:
+        try:
+            psycopg.connect(self._dsn, autocommit=True, connect_timeout=PROBE_CONNECT_TIMEOUT_S).close()
+        except psycopg.OperationalError as exc:
+            raise StorageUnavailable(_first_line(exc)) from exc
 
 
 def open_database(config: PostgresConfig) -> Database:
@@ -144,7 +199,7 @@ def open_database(config: PostgresConfig) -> Database:
         if embedded is not None:
             embedded.stop()
         raise
-    return Database(pool, where, embedded)
+    return Database(pool, dsn, embedded)
 
 
 def describe_dsn(dsn: str) -> str:
@@ -168,6 +223,11 @@ def _pgserver() -> ModuleType:
         warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
         import pgserver
     return pgserver
+
+
+def _first_line(exc: Exception) -> str:
+    """libpq's reason without its hints on further lines ("Is the server running on that host...")."""
+    return str(exc).strip().split("\n", 1)[0]
 
 
 def _parse_dsn(dsn: str) -> dict[str, str]:
@@ -200,7 +260,7 @@ def _open_pool(dsn: str, where: str, config: PostgresConfig) -> ConnectionPool:
         min_size=config.pool_min,
         max_size=config.pool_max,
         open=False,
-        check=ConnectionPool.check_connection,  # drop connections a server restart has broken
+        reconnect_timeout=RECONNECT_TIMEOUT_S,
         name="flamewatch",
     )
     try:

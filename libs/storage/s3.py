@@ -85,6 +85,11 @@ class S3ObjectStore:
             ]
         return sorted(name.removeprefix(self._prefix) for name in names)
 
+    def ping(self) -> None:
+        with self._errors():
+            if not self._client.bucket_exists(self._bucket):
+                raise StorageError(f"{self._where}: the bucket does not exist")
+
     def close(self) -> None:
         self._http.clear()
 

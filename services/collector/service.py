@@ -44,11 +44,15 @@ class Collector:
         log.info("configuration reloaded: %d jobs", len(config.scrape_configs))
 
     async def stop(self, flush_s: float = 5.0) -> None:
-        self._tasks[1].cancel()
+        """Stop scraping and send what is queued; a second call does nothing."""
+        tasks, self._tasks = self._tasks, []
+        if not tasks:
+            return
+        tasks[1].cancel()
         await self.scrapes.close()
         await self.sender.flush(flush_s)
-        self._tasks[0].cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        tasks[0].cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     def _apply(self, config: FileConfig) -> None:
         jobs = {j.job_name: j for j in config.scrape_configs}

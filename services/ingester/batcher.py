@@ -12,9 +12,11 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from flamewatch.ratelimitedlog import RateLimitedLog
 from flamewatch.storage.block import BlockEntry
 
 log = logging.getLogger(__name__)
+_failures = RateLimitedLog(log)  # while a backend is down every flush fails the same way
 
 FlushFn = Callable[[str, Sequence[BlockEntry]], object]
 
@@ -80,7 +82,8 @@ class Batcher:
             try:
                 await asyncio.to_thread(self._flush_fn, batch.tenant, batch.entries)
             except Exception as exc:  # noqa: BLE001 - handed to every waiting push
-                log.warning("flush of %d profiles for tenant %s failed: %s", len(batch.entries), batch.tenant, exc)
+                _failures.log(logging.WARNING, type(exc).__name__, "flush of %d profiles for tenant %s failed: %s",
+                              len(batch.entries), batch.tenant, exc)
                 batch.done.set_exception(exc)
                 batch.done.exception()  # mark retrieved: pushes may all have gone away
             else:

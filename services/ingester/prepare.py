@@ -25,7 +25,9 @@ class Prepared:
     nbytes: int  # decompressed pprof size, what batching counts
 
 
-def prepare(labels: dict[str, str], raw: bytes, limits: IngestLimits, now_ns: int) -> Prepared:
+def prepare(labels: dict[str, str], raw: bytes, limits: IngestLimits, now_ns: int,
+            name_hint: str | None = None) -> Prepared:
+    """`name_hint` (for example from a file name) only chooses between names the content allows."""
     if len(raw) > limits.max_compressed_bytes:
         raise LimitExceeded(f"profile is {len(raw)} bytes, the limit is {limits.max_compressed_bytes}")
     data = decompress(raw, limits.max_decompressed_bytes)
@@ -34,7 +36,7 @@ def prepare(labels: dict[str, str], raw: bytes, limits: IngestLimits, now_ns: in
     base = {SERVICE_LABEL: DEFAULT_SERVICE, **labels}
     time_ns = profile.time_nanos or now_ns
     entries = []
-    for typed in split(profile, base.get(NAME_LABEL)):
+    for typed in split(profile, base.get(NAME_LABEL), name_hint):
         series = {**base, NAME_LABEL: typed.profile_type.name, TYPE_LABEL: typed.profile_type.id}
         validate_labels(series, max_labels=limits.max_labels, max_name_length=limits.max_label_name_length,
                         max_value_length=limits.max_label_value_length)

@@ -19,12 +19,13 @@ from flamewatch.config import IngesterConfig
 from flamewatch.ingester.batcher import Batcher
 from flamewatch.ingester.prepare import Prepared, prepare
 from flamewatch.ingester.writer import BlockWriter
-from flamewatch.pprof import LimitExceeded
+from flamewatch.pprof import LimitExceeded, hint_from_file_name
 from flamewatch.rpc.grpc_server import handled
 from flamewatch.rpc.tenant import HEADER, resolve_tenant, tenant_from_metadata
 from flamewatch.storage.objstore import ObjectStore
 from flamewatch.storage.postgres import Database
 from flamewatch.storage.sweeper import sweep_orphans
+from flamewatch.upload import FILE_NAME_HEADER
 
 log = logging.getLogger(__name__)
 
@@ -52,9 +53,9 @@ class Ingester:
             self._sweeper.cancel()
         await self._batcher.close()
 
-    async def push(self, tenant: str, series: Series) -> tuple[int, int]:
+    async def push(self, tenant: str, series: Series, name_hint: str | None = None) -> tuple[int, int]:
         """Store every profile of the push or none; returns (typed profiles, bytes) once durable."""
-        prepared = await asyncio.to_thread(self._prepare_all, series)
+        prepared = await asyncio.to_thread(self._prepare_all, series, name_hint)
         entries = [e for p in prepared for e in p.entries]
         nbytes = sum(p.nbytes for p in prepared)
         await self._batcher.submit(tenant, entries, nbytes)
@@ -62,13 +63,14 @@ class Ingester:
         BYTES.labels(tenant).inc(nbytes)
         return len(entries), nbytes
 
-    def _prepare_all(self, series: Series) -> list[Prepared]:
+    def _prepare_all(self, series: Series, name_hint: str | None) -> list[Prepared]:
+        self._db.check_available()  # while Postgres is down, refuse at once rather than after the flush
         now = time.time_ns()
         out = []
         for labels, samples in series:
             for client_id, raw in samples:
                 try:
-                    out.append(prepare(labels, raw, self.config.limits, now))
+                    out.append(prepare(labels, raw, self.config.limits, now, name_hint))
                 except ValueError as exc:
                     REJECTED.labels(type(exc).__name__).inc()
                     raise type(exc)(f"{client_id}: {exc}" if client_id else str(exc)) from exc
@@ -106,7 +108,9 @@ def http_router(ingester: Ingester) -> APIRouter:
         tenant = resolve_tenant(request.headers.get(HEADER))
         labels = dict(request.query_params)
         body = await _read_body(request, ingester.config.limits.max_compressed_bytes)
-        profiles, nbytes = await ingester.push(tenant, [(labels, [("", body)])])
+        file_name = request.headers.get(FILE_NAME_HEADER)
+        profiles, nbytes = await ingester.push(tenant, [(labels, [("", body)])],
+                                               hint_from_file_name(file_name) if file_name else None)
         return {"profiles": profiles, "bytes": nbytes}
 
     return router

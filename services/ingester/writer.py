@@ -38,6 +38,7 @@ class BlockWriter:
         block_id = str(ULID())
         record = BlockRecord(block_id, tenant, block_key(tenant, 0, min(times), block_id), min(times),
                              max(times), 0, len(data), len(entries))
+        self.db.check_available()  # no upload while Postgres is known to be down: it would only leave an orphan
         self.store.put(record.key, data)
         commit_block(self.db, record, [_index_entry(i, e) for i, e in enumerate(entries)])
         log.debug("wrote block %s: %d profiles, %d bytes in %.0f ms", record.key, len(entries), len(data),

@@ -1,7 +1,9 @@
 """Blocks fetched from the object store in parallel and kept, parsed, in a bounded LRU cache.
 
 Blocks never change once written, so a cached block is always valid. Each cached block carries the
-path id of every node of its stack tree (see `paths`), computed once when it is loaded.
+path id of every node of its stack tree (see `paths`), computed once when it is loaded. A block the
+index lists but the object store lacks fails the query with `BlocksMissing`, naming every such key:
+a merge without it would look complete and be wrong.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import numpy as np
 
 from flamewatch.querier.paths import PathIndex
 from flamewatch.storage.block import BlockReader
+from flamewatch.storage.errors import BlocksMissing, ObjectNotFound
 
 # Parsed columns take several times the compressed size; count that against the budget.
 _EXPANSION = 4
@@ -47,9 +50,12 @@ class BlockCache:
     def get_many(self, keys: Iterable[str]) -> dict[str, LoadedBlock]:
         keys = list(dict.fromkeys(keys))
         found = {k: b for k in keys if (b := self._cached(k)) is not None}
-        missing = [k for k in keys if k not in found]
-        for key, reader in zip(missing, self._pool.map(self._load, missing)):
-            found[key] = reader
+        wanted = [k for k in keys if k not in found]
+        for key, block in zip(wanted, self._pool.map(self._load_if_stored, wanted)):
+            found[key] = block
+        lost = [k for k, block in found.items() if block is None]
+        if lost:
+            raise BlocksMissing(lost)
         return found
 
     def close(self) -> None:
@@ -61,6 +67,12 @@ class BlockCache:
             if reader is not None:
                 self._lru.move_to_end(key)
             return reader
+
+    def _load_if_stored(self, key: str) -> LoadedBlock | None:
+        try:
+            return self._load(key)
+        except ObjectNotFound:
+            return None
 
     def _load(self, key: str) -> LoadedBlock:
         reader = BlockReader(self._source.get(key))

@@ -8,6 +8,7 @@ summed across series; everything else is summed.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -22,6 +23,8 @@ from flamewatch.rpc.errors import NotFoundError
 from flamewatch.storage import index
 from flamewatch.storage.index import ProfileRows, Series
 from flamewatch.storage.postgres import Database
+
+log = logging.getLogger(__name__)
 
 _ALL_TIME = (0, 2**63 - 1)
 
@@ -40,6 +43,12 @@ class Points:
     values: np.ndarray  # float64
 
 
+@dataclass(frozen=True, eq=False)
+class Totals:
+    series: list[Points]
+    warnings: list[str]  # what the answer may hide, e.g. a group_by label no series has
+
+
 class Querier:
     def __init__(self, db: Database, blocks: BlockCache, config: QuerierConfig):
         self.db, self.blocks, self.config = db, blocks, config
@@ -47,7 +56,7 @@ class Querier:
     # ------------------------------------------------------------------------------------ labels
 
     def profile_types(self, tenant: str, start: int, end: int) -> list[ProfileType]:
-        return [ProfileType.parse(t) for t in index.profile_types(self.db, tenant, start, end)]
+        return _parsed_types(index.profile_types(self.db, tenant, start, end))
 
     def series(self, tenant: str, selectors: Sequence[str], start: int, end: int) -> list[Series]:
         matcher_sets = [parse_selector(s) for s in selectors] or [()]
@@ -67,8 +76,12 @@ class Querier:
     # ------------------------------------------------------------------------------------ totals
 
     def query_range(self, tenant: str, query: str, start: int, end: int, step: int,
-                    group_by: Sequence[str]) -> list[Points]:
+                    group_by: Sequence[str]) -> Totals:
         ptype, series = self._select(tenant, query, start, end)
+        return Totals(self._points(ptype, series, start, end, step, group_by), _absent_labels(series, group_by))
+
+    def _points(self, ptype: ProfileType, series: list[Series], start: int, end: int, step: int,
+                group_by: Sequence[str]) -> list[Points]:
         rows = index.profile_rows(self.db, [s.id for s in series], start, end)
         labels_of = {s.id: {k: s.labels.get(k, "") for k in group_by} for s in series}
         groups = sorted({tuple(sorted(v.items())) for v in labels_of.values()})
@@ -119,6 +132,30 @@ class Querier:
             nodes, values = block.reader.entries(rows.row[pick], None if weights is None else weights[pick])
             np.add.at(merged, block.node_paths[nodes], values)
         return self.blocks.paths.tree(merged)
+
+
+_logged_bad_types: set[str] = set()
+
+
+def _parsed_types(ids: Sequence[str]) -> list[ProfileType]:
+    """The stored profile types that parse. A bad one (stored before names were checked at ingest)
+    is skipped, and logged once per process, so it cannot break listing the rest."""
+    parsed = []
+    for text in ids:
+        try:
+            parsed.append(ProfileType.parse(text))
+        except ValueError as exc:
+            if text not in _logged_bad_types:
+                _logged_bad_types.add(text)
+                log.warning("skipping a stored profile type that cannot be parsed: %s", exc)
+    return parsed
+
+
+def _absent_labels(series: list[Series], group_by: Sequence[str]) -> list[str]:
+    """A warning per group_by label that none of the matching series has."""
+    present = {name for s in series for name in s.labels}
+    return [f'group_by: no matching series has the label "{name}", so it does not split them'
+            for name in group_by if series and name not in present]
 
 
 def _gauge_weights(rows: ProfileRows) -> np.ndarray:

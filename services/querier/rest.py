@@ -51,11 +51,12 @@ def router(q: Querier) -> APIRouter:
     def query_range(query: str, tenant: Tenant = None, start: From = None, until: Until = None,
                     step: str | None = None, group_by: Annotated[list[str] | None, Query()] = None) -> dict:
         lo, hi = api.time_range(start, until)
-        points = q.query_range(resolve_tenant(tenant), query, lo, hi, api.step_ns(step, lo, hi),
+        totals = q.query_range(resolve_tenant(tenant), query, lo, hi, api.step_ns(step, lo, hi),
                                api.group_by(group_by))
         return {"series": [{"labels": p.labels,
                             "points": [[t // 10**6, v] for t, v in zip(p.timestamps.tolist(), p.values.tolist())]}
-                           for p in points]}
+                           for p in totals.series],
+                "warnings": totals.warnings}
 
     @r.get("/query", summary="Merge of all matching profiles (or the one nearest `time`)")
     def query(query: str, tenant: Tenant = None, start: From = None, until: Until = None,

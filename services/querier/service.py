@@ -58,9 +58,10 @@ class QueryServicer(query_pb2_grpc.QueryServiceServicer):
     async def QueryRange(self, request, context):
         start, end = _range(request.range)
         step = api.step_ns(request.step_ns, start, end)
-        points = await self._call(context, self._q.query_range, request.query, start, end, step,
+        totals = await self._call(context, self._q.query_range, request.query, start, end, step,
                                   api.group_by(request.group_by))
-        return query_pb2.QueryRangeResponse(series=[convert.series_points(p) for p in points])
+        return query_pb2.QueryRangeResponse(series=[convert.series_points(p) for p in totals.series],
+                                            warnings=totals.warnings)
 
     @handled
     async def Query(self, request, context):

@@ -61,12 +61,15 @@ class Service:
         return f"127.0.0.1:{self.grpc_port}"
 
     def argv(self) -> list[str]:
-        s = self.storage
         return [str(FLAMEWATCH), self.command,
                 "--http-address", f"127.0.0.1:{self.http_port}", "--grpc-address", self.grpc_address,
-                "--storage.postgres-dsn", s.dsn, "--storage.s3.bucket", s.bucket,
+                *self.storage_flags(), *self.flags]
+
+    def storage_flags(self) -> list[str]:
+        s = self.storage
+        return ["--storage.postgres-dsn", s.dsn, "--storage.s3.bucket", s.bucket,
                 "--storage.s3.endpoint", s.minio.endpoint, "--storage.s3.access-key", s.minio.access_key,
-                "--storage.s3.secret-key", s.minio.secret_key, "--storage.s3.insecure", *self.flags]
+                "--storage.s3.secret-key", s.minio.secret_key, "--storage.s3.insecure"]
 
     def start(self) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("FLAMEWATCH_")}
@@ -91,6 +94,13 @@ class Service:
                 process.wait()
                 return -signal.SIGKILL
         return process.returncode
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash or the OOM killer would: no flush, no clean shutdown."""
+        process, self.process = self.process, None
+        if process is not None:
+            process.kill()
+            process.wait()
 
     def restart(self) -> None:
         code = self.stop()
@@ -156,6 +166,11 @@ class Cluster:
     def restart_querier(self) -> None:
         self._close_connections(self.querier)
         self.querier.restart()
+
+    def kill(self, service: Service) -> None:
+        """SIGKILL one of the services (`Service.kill`); `service.start()` brings it back."""
+        self._close_connections(service)
+        service.kill()
 
     def _close_connections(self, service: Service) -> None:
         """Drop pooled connections to a service about to restart, so no request meets a dead socket."""

@@ -6,7 +6,7 @@
 | `cluster` | module | `e2e`, `postgres`, `s3` | a started `e2e.cluster.Cluster` on `e2e_storage` |
 
 A `Cluster` exposes `ingester_url`, `querier_url`, `ingester_grpc`, `querier_grpc` ("127.0.0.1:PORT"),
-an HTTP client (`http`), gRPC stubs (`ingest`, `query`), `restart_ingester()`, `restart_querier()`,
+an HTTP client (`http`), gRPC stubs (`ingest`, `query`), `restart_ingester()`, `restart_querier()`, `kill(service)`,
 `add_ingester(name, *flags)` for an extra ingester with its own flags on the same storage, `stop()`,
 and the storage helpers `counts()` (rows in profiles, series, blocks), `blocks()` and `objects()`
 (keys in the bucket). The services flush every 0.2 s. At the end of the module they must exit 0 on

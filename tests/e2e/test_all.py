@@ -1,7 +1,6 @@
-"""`flamewatch all` and `make run` started as a user would: subprocesses, embedded storage in a temp
-dir, probed over HTTP, stopped with SIGTERM."""
+"""`flamewatch all` started as a user would: a subprocess, embedded storage in a temp dir, probed over HTTP,
+stopped with SIGTERM. `make run` itself is run by the README's test (`test_readme.py`)."""
 
-import os
 import signal
 import subprocess
 import time
@@ -15,7 +14,6 @@ from infra.ports import free_port
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.go]
 
-ROOT = Path(__file__).resolve().parents[2]
 CPU = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
 HEAP = "memory:inuse_space:bytes:space:bytes"
 CONFIG = """
@@ -91,23 +89,3 @@ def test_flamewatch_all_profiles_a_go_program_and_itself_and_keeps_the_data(tmp_
         assert stop(process) == 0, log.read_text()
     finally:
         demo.stop()
-
-
-def test_make_run_starts_flamewatch_with_the_demo_program(tmp_path):
-    env = {**os.environ, "FLAMEWATCH_DATA_DIR": str(tmp_path / "data")}
-    log = tmp_path / "make-run.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(["make", "run"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
-    try:
-        url = "http://127.0.0.1:8080"
-        wait_for(lambda: httpx.get(url + "/readyz").status_code == 200, 180, "make run to serve :8080", log)
-        targets = wait_for(lambda: [t for t in httpx.get(url + "/api/v1/targets").json()["data"]["activeTargets"]
-                                    if t["health"] == "up" and t["scrapePool"] == "demo"], 60, "demo targets up", log)
-        assert {t["labels"]["service_name"] for t in targets} == {"demo"}
-        wait_for(lambda: "main.cpuFibonacci" in top_names(url, CPU + '{service_name="demo"}'), 90,
-                 "the demo program's CPU profile", log)
-    finally:
-        os.killpg(process.pid, signal.SIGINT)
-        process.wait(60)
-    assert (tmp_path / "data" / "postgres").is_dir(), "make run did not use FLAMEWATCH_DATA_DIR"

@@ -280,7 +280,7 @@ def test_query_range_totals_equal_the_pushed_totals(cluster: Cluster, stored: St
         for step, group in ((None, None), (DAY_NS, GROUP_LABEL[tenant])):
             want = expected_points(stored, tenant, type_id, step or default_step, group)
             params = {"query": type_id, **stored.window.rest(), **({"step": "1d", "group_by": group} if step else {})}
-            assert rest(cluster, "/query_range", tenant, params) == {"series": in_ms(want)}, type_id
+            assert rest(cluster, "/query_range", tenant, params) == {"series": in_ms(want), "warnings": []}, type_id
             request = query_pb2.QueryRangeRequest(query=type_id, range=stored.window.grpc(), step_ns=step or 0,
                                                   group_by=[group] if group else [])
             response = cluster.query.QueryRange(request, metadata=metadata(tenant), timeout=TIMEOUT_S)
@@ -293,13 +293,27 @@ def test_query_range_totals_equal_the_pushed_totals(cluster: Cluster, stored: St
             value = sum(sum(answers.total(f, sample_type) for f in fs) / len(fs) for fs in per_series)
         else:
             value = sum(answers.total(f, sample_type) for f in files)
-        assert one == {"series": [{"labels": {}, "points": [[stored.window.start_ns // 10**6, value]]}]}
+        assert one == {"series": [{"labels": {}, "points": [[stored.window.start_ns // 10**6, value]]}],
+                       "warnings": []}
     if tenant == CLI:  # heap and allocs in one series: in-use memory is their mean
         heap, allocs = (p.file for p in stored.pushes.items if p.tenant == CLI and p.profile in ("heap", "allocs"))
         inuse = rest(cluster, "/query_range", CLI, {"query": "memory:inuse_space:bytes:space:bytes", "step": "1d",
                                                    **stored.window.rest()})
         mean = (answers.total(heap, "inuse_space") + answers.total(allocs, "inuse_space")) / 2
         assert inuse["series"][0]["points"] == [[stored.window.start_ns // 10**6, mean]]
+
+
+def test_query_range_warns_of_a_group_by_label_no_series_has(cluster: Cluster, stored: Stored):
+    """Grouping by a misspelt label would otherwise answer one group, as if it had worked."""
+    params = {"query": CPU, "step": "1d", "group_by": ["instnace", "source"], **stored.window.rest()}
+    answer = rest(cluster, "/query_range", HTTP, params)
+    warning = 'group_by: no matching series has the label "instnace", so it does not split them'
+    assert answer["warnings"] == [warning]
+    assert [s["labels"] for s in answer["series"]] == [{"instnace": "", "source": "cpu"}]
+    request = query_pb2.QueryRangeRequest(query=CPU, range=stored.window.grpc(), step_ns=DAY_NS,
+                                          group_by=["instnace", "source"])
+    response = cluster.query.QueryRange(request, metadata=metadata(HTTP), timeout=TIMEOUT_S)
+    assert list(response.warnings) == [warning]
 
 
 # ------------------------------------------------------------------------------------------ merges

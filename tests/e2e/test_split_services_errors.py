@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
+import psycopg
 import pytest
 from e2e import answers
 from e2e.calls import (
@@ -37,6 +38,8 @@ from e2e.calls import (
 from e2e.cluster import FLAMEWATCH, FLUSH_INTERVAL_S, Cluster
 from e2e.pushes import GO_PROFILES, profile_time_ns, rewritten, with_stackless_sample
 from infra import gotool
+from infra.otlp import otlp_export_request
+from psycopg.types.json import Jsonb
 
 from flamewatch.api.flamewatch.v1 import ingest_pb2, query_pb2, types_pb2
 
@@ -102,6 +105,8 @@ NOT_PPROF = "not a pprof profile: the data is neither gzip-compressed nor a vali
 LABEL_RULE = "[a-zA-Z_][a-zA-Z0-9_]*"
 MANY_LABELS = {f"l{i:02d}": "v" for i in range(40)}
 INVALID = "INVALID_ARGUMENT"
+NAME_RULE = ('invalid profile name "{}": use only letters, digits, "_", "." and "-" (for example process_cpu '
+             "or memory)")
 BAD_PUSHES = [  # case (also the gRPC sample id), profile, labels, gRPC code, message
     ("truncated-gzip", truncated, {}, INVALID, "invalid gzip data: the compressed stream is truncated"),
     ("truncated-protobuf", truncated_raw, {}, INVALID, NOT_PPROF),
@@ -109,12 +114,21 @@ BAD_PUSHES = [  # case (also the gRPC sample id), profile, labels, gRPC code, me
     # gzip of something else: the message is only checked up to what is true of it (it says "neither
     # gzip-compressed nor ...", which is wrong for gzip data)
     ("gzipped-garbage", lambda p: gzip.compress(b"\xff" * 100), {}, INVALID, "not a pprof profile: ..."),
+    ("otlp-profiles", lambda p: otlp_export_request(), {}, INVALID,
+     "not a pprof profile: a valid protobuf message, but without the string table every pprof profile has "
+     "(OTLP profiles and other protobuf messages are not pprof)"),
     ("too-many-labels", lambda p: p["cpu"], MANY_LABELS, INVALID, "series has 43 labels, the limit is 32"),
     ("label-value-too-long", lambda p: p["cpu"], {"team": "x" * 3000}, INVALID,
      'label "team": value is 3000 bytes long, the limit is 2048'),
     ("bad-label-name", lambda p: p["cpu"], {"bad-name": "x"}, INVALID,
      f'invalid label name "bad-name": must match {LABEL_RULE}'),
     ("empty-label-value", lambda p: p["cpu"], {"team": ""}, INVALID, 'label "team" has an empty value'),
+    # profile names follow the rule profile type ids are parsed with, so a stored name always lists
+    ("bad-profile-name", lambda p: p["cpu"], {"__name__": "bad name!"}, INVALID, NAME_RULE.format("bad name!")),
+    ("name-with-colon", lambda p: p["cpu"], {"__name__": "my:type"}, INVALID, NAME_RULE.format("my:type")),
+    ("name-against-content", lambda p: p["heap"], {"__name__": "process_cpu"}, INVALID,
+     'profile name "process_cpu" contradicts the profile: its period type "space" makes it memory; leave the '
+     "name out to have it taken from the profile"),
 ]
 
 
@@ -147,6 +161,55 @@ def test_upload_of_a_refused_file_exits_non_zero_with_the_servers_message(cluste
     assert result.stderr == (f"flamewatch upload: {bad}: refused (400): not a pprof profile: the data is neither "
                              "gzip-compressed nor a valid protobuf message\n")
     assert settled(cluster) == before
+
+
+def test_upload_with_a_bad_name_is_refused_and_leaves_nothing(cluster: Cluster, go_profile_files):
+    before = stored_state(cluster)
+    result = subprocess.run([str(FLAMEWATCH), "upload", str(go_profile_files["cpu"]), "--url", cluster.ingester_url,
+                             "--tenant", "e2e-bad", "--name", "bad name!"], capture_output=True, text=True, timeout=60)
+    assert (result.returncode, result.stdout) == (1, "")
+    refused = NAME_RULE.format("bad name!")
+    assert result.stderr == f"flamewatch upload: {go_profile_files['cpu']}: refused (400): {refused}\n"
+    assert settled(cluster) == before
+
+
+def test_cli_and_http_name_a_file_from_its_content(cluster: Cluster, go_profiles, tmp_path: Path):
+    """An allocation profile saved under a name that says "cpu" is memory through the CLI and through
+    POST /ingest alike; a mutex profile saved as block.pb.gz is still mutex."""
+    misnamed = {"allocs": tmp_path / "cpu-allocs.pb.gz", "mutex": tmp_path / "block.pb.gz"}
+    for name, path in misnamed.items():
+        path.write_bytes(go_profiles[name])
+    result = subprocess.run([str(FLAMEWATCH), "upload", *map(str, misnamed.values()), "--url", cluster.ingester_url,
+                             "--tenant", "e2e-naming-cli", "--label", "service_name=naming"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    for name in misnamed:
+        assert ingest(cluster, "e2e-naming-http", {"service_name": "naming"}, go_profiles[name]).status_code == 200
+    window = Window.around(*(profile_time_ns(go_profiles[n]) for n in misnamed))
+    names = {tenant: {t["name"] for t in rest(cluster, "/profile_types", tenant, window.rest())["data"]}
+             for tenant in ("e2e-naming-cli", "e2e-naming-http")}
+    assert names == {"e2e-naming-cli": {"memory", "mutex"}, "e2e-naming-http": {"memory", "mutex"}}
+
+
+def test_a_bad_profile_type_stored_earlier_does_not_break_listing(cluster: Cluster, seeded: Seeded):
+    """Rows written before names were checked at ingest are skipped when types are listed."""
+    bad_type = "my:type:samples:count:cpu:nanoseconds"
+    with psycopg.connect(cluster.storage.dsn, autocommit=True) as conn:
+        conn.execute("INSERT INTO series (tenant, fingerprint, profile_type, labels, first_seen, last_seen) "
+                     "VALUES (%s, 1, %s, %s, %s, %s)",
+                     [HTTP, bad_type, Jsonb({"__profile_type__": bad_type}), seeded.window.start_ns,
+                      seeded.window.end_ns])
+    try:
+        for _ in range(2):  # logged once, not on every listing
+            listed = rest(cluster, "/profile_types", HTTP, seeded.window.rest())
+            assert sorted(t["id"] for t in listed["data"]) == seeded.type_ids
+        grpc_listed = cluster.query.ProfileTypes(query_pb2.ProfileTypesRequest(range=seeded.window.grpc()),
+                                                 metadata=metadata(HTTP), timeout=TIMEOUT_S)
+        assert sorted(t.id for t in grpc_listed.profile_types) == seeded.type_ids
+        assert cluster.querier.log_text().count("skipping a stored profile type that cannot be parsed") == 1
+    finally:
+        with psycopg.connect(cluster.storage.dsn, autocommit=True) as conn:
+            conn.execute("DELETE FROM series WHERE profile_type = %s", [bad_type])
 
 
 def test_empty_push_and_bad_tenant_are_refused(cluster: Cluster, go_profiles):

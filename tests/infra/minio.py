@@ -1,8 +1,8 @@
 """A MinIO server process for the tests.
 
 The binary is built by `make deps` (`go install github.com/minio/minio@<pinned>`) into `.cache/bin`.
-`stop()` and `start()` can be called repeatedly: the server comes back on the same port with the same
-data directory, so tests can take the object store away in the middle of a write and restore it.
+`stop()` (or `kill()`, a crash) and `start()` can be called repeatedly: the server comes back on the same
+port with the same data directory, so tests can take the object store away in the middle of a write and restore it.
 """
 
 import os
@@ -72,6 +72,13 @@ class MinioServer:
         try:
             process.wait(STOP_TIMEOUT_S)
         except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    def kill(self) -> None:
+        """SIGKILL the server, as a crash would; `start()` brings it back on the same data."""
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
             process.kill()
             process.wait()
 

@@ -18,7 +18,7 @@ from flamewatch.api.flamewatch.v1 import pprof_envelope_pb2
 from flamewatch.api.perftools.profiles import profile_pb2
 from flamewatch.config import IngestLimits
 from flamewatch.ingester.prepare import prepare
-from flamewatch.pprof import Profile, decode, encode, validate
+from flamewatch.pprof import Profile, decode, encode, profile_name, validate
 from flamewatch.storage.block import BlockReader, write_block
 from flamewatch.storage.frames import profile_frames
 
@@ -176,3 +176,14 @@ def test_block_gives_go_tool_pprofs_flat_values_and_totals(block, go_profile_fil
         ours = {str(n): int(v) for n, v in zip(names, per_name, strict=True) if v}
         expected = {n: f for n, (f, _) in pprof_top(go_profile_files[name], column).items() if f}
         assert ours == expected, (name, column)
+
+
+@pytest.mark.parametrize("name", PROFILES)
+def test_every_go_profile_is_named_from_its_content_whatever_its_file_is_called(go_profiles, name):
+    """The name a scrape job gives each endpoint is what the content says, with no name or hint given,
+    and a misleading file name changes nothing (Go's mutex and block profiles share a period type)."""
+    profile = decode(go_profiles[name])
+    assert len(profile.samples) > 0, f"the workload's {name} profile has no samples to name it by"
+    assert profile_name(profile) == SCRAPE_NAMES[name]
+    for misleading in ("process_cpu", "memory", "mutex", "block", "goroutine"):
+        assert profile_name(profile, hint=misleading) == SCRAPE_NAMES[name]

@@ -173,7 +173,8 @@ def _go_tool_top(path: Path, sample_index: str | None, unit: str | None) -> tupl
     rows = {}
     for line in lines[header + 1:]:
         flat, cum, name = _TOP_ROW.match(line).groups()
-        rows[name] = (_integer(flat, unit), _integer(cum, unit))
+        # -top marks a function some of whose calls were inlined; -raw names it plainly
+        rows[name.removesuffix(" (partial-inline)")] = (_integer(flat, unit), _integer(cum, unit))
     return rows, total
 
 

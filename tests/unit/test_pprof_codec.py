@@ -18,6 +18,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 from infra.gowire import GoWriter, go_bytes
+from infra.otlp import otlp_export_request
 
 from flamewatch.api.perftools.profiles import profile_pb2 as pb
 from flamewatch.pprof import (
@@ -395,6 +396,8 @@ TRUNCATION_CUTS = [1, 2, 5, 13, 40, 77]
 NOT_PPROF = "not a pprof profile: the data is neither gzip-compressed nor a valid protobuf message"
 GZIP_TRUNCATED = "invalid gzip data: the compressed stream is truncated"
 LIMITS = ProfileLimits()
+NO_STRINGS = ("not a pprof profile: a valid protobuf message, but without the string table every pprof profile has "
+              "(OTLP profiles and other protobuf messages are not pprof)")
 
 ERRORS = [
     # (id, bytes maker, limits, exception, message)
@@ -409,9 +412,8 @@ ERRORS = [
      "invalid gzip data: Error -3 while decompressing data: incorrect data check"),
     ("empty-body", lambda: b"", LIMITS, DecodeError, "empty profile"),
     ("empty-gzip", lambda: gzip.compress(b""), LIMITS, DecodeError, "empty profile"),
-    ("invalid-utf8", lambda: small_reference().SerializeToString() + top_level_field(6, b"bad \xff\xfe"),
-     LIMITS, DecodeError,
-     "string table holds invalid UTF-8: Invalid UTF8 payload"),
+    ("no-string-table", edited(lambda r: r.ClearField("string_table")), LIMITS, DecodeError, NO_STRINGS),
+    ("otlp-profiles", otlp_export_request, LIMITS, DecodeError, NO_STRINGS),
     ("sample-truncated-varint", with_sample_bytes(b"\x08\x96"), LIMITS, DecodeError,
      "truncated varint at the end of the data"),
     ("sample-field-without-value", with_sample_bytes(b"\x10\x01\x10\x0a\x08"), LIMITS, DecodeError,
@@ -505,8 +507,13 @@ def test_the_small_profile_is_valid_in_both_layouts():
 def test_truncation_cuts_fall_inside_fields():
     raw = small_reference().SerializeToString()
     assert not set(TRUNCATION_CUTS) & field_starts(raw)
-    for cut in sorted(field_starts(raw) - {0}):  # a cut between fields is a valid, smaller profile
-        decode(raw[:cut])
+    string_table = min(at for at in field_starts(raw) if at < len(raw) and raw[at] == 6 << 3 | 2)
+    for cut in sorted(field_starts(raw) - {0}):  # a cut between fields is a valid, smaller message
+        if cut <= string_table:
+            with pytest.raises(DecodeError, match="without the string table"):
+                decode(raw[:cut])
+        else:
+            decode(raw[:cut])
 
 
 @pytest.mark.parametrize(("make", "limits", "error", "message"), [e[1:] for e in ERRORS], ids=[e[0] for e in ERRORS])
@@ -555,3 +562,19 @@ def test_gzip_bomb_stops_at_the_limit_without_inflating():
     assert str(info.value) == "profile decompresses to more than 4194304 bytes, the limit"
     assert peak < 3 * limit, f"peak {peak} bytes while decompressing"
     assert elapsed < 1.0, f"took {elapsed:.2f}s"
+
+
+def test_invalid_utf8_in_a_string_becomes_the_replacement_character():
+    """One bad string does not cost the profile: its bad bytes read as U+FFFD, the rest as written."""
+    ref = small_reference()
+    names = list(ref.string_table)
+    bad_index = names.index(next(n for n in names if n))
+    raw = bytearray(ref.SerializeToString())
+    good = names[bad_index].encode()
+    at = raw.find(good)
+    raw[at:at + len(good)] = b"\xff" + good[1:-1] + b"\xfe"  # same length: the framing stays valid
+    profile = decode(bytes(raw))
+    validate(profile)
+    assert profile.strings[bad_index] == "\ufffd" + names[bad_index][1:-1] + "\ufffd"
+    assert [str(s) for i, s in enumerate(profile.strings) if i != bad_index] == \
+        [s for i, s in enumerate(names) if i != bad_index]

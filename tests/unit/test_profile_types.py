@@ -71,7 +71,8 @@ def test_profile_type_parse_rejects(text):
     with pytest.raises(ValueError) as info:
         ProfileType.parse(text)
     assert str(info.value) == (f'invalid profile type "{text}": expected name:sample_type:sample_unit:period_type:'
-                               "period_unit, for example process_cpu:cpu:nanoseconds:cpu:nanoseconds")
+                               "period_unit, each of letters, digits, _ . -, for example "
+                               "process_cpu:cpu:nanoseconds:cpu:nanoseconds")
 
 
 @pytest.mark.parametrize(("sample_type", "gauge"), [

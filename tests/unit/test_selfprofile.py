@@ -260,7 +260,7 @@ def test_enclosing_function_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 def get(heap_enabled: bool, path: str) -> httpx.Response:
     """One request to an app serving the router, in process (Starlette's TestClient warns about httpx)."""
     async def request() -> httpx.Response:
-        transport = httpx.ASGITransport(app=build_app([router(heap_enabled)], lambda: True))
+        transport = httpx.ASGITransport(app=build_app([router(heap_enabled)], lambda: []))
         async with httpx.AsyncClient(transport=transport, base_url="http://flamewatch") as client:
             return await client.get(path)
 

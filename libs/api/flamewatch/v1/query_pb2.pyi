@@ -106,10 +106,12 @@ class SeriesPoints(_message.Message):
     def __init__(self, labels: _Optional[_Iterable[_Union[_types_pb2.LabelPair, _Mapping]]] = ..., points: _Optional[_Iterable[_Union[Point, _Mapping]]] = ...) -> None: ...
 
 class QueryRangeResponse(_message.Message):
-    __slots__ = ("series",)
+    __slots__ = ("series", "warnings")
     SERIES_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
     series: _containers.RepeatedCompositeFieldContainer[SeriesPoints]
-    def __init__(self, series: _Optional[_Iterable[_Union[SeriesPoints, _Mapping]]] = ...) -> None: ...
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, series: _Optional[_Iterable[_Union[SeriesPoints, _Mapping]]] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class QueryRequest(_message.Message):
     __slots__ = ("query", "range", "time_ns", "format", "max_nodes")

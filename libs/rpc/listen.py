@@ -1,0 +1,120 @@
+"""Listening sockets, bound before anything else starts so a taken port fails fast and clearly.
+
+Every socket is exclusive: no SO_REUSEPORT, so a second process on the same port is refused instead of
+silently sharing the traffic (gRPC enables SO_REUSEPORT by default; it is turned off here). A failure
+names the address and the flag that chooses it.
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+from dataclasses import dataclass
+
+import grpc
+
+GRPC_OPTIONS = [
+    ("grpc.so_reuseport", 0),
+    ("grpc.max_receive_message_length", 64 << 20),
+    ("grpc.max_send_message_length", 256 << 20),
+]
+
+
+class ListenError(OSError):
+    """A listen address cannot be used: taken, not local, not permitted, or malformed."""
+
+
+def parse_address(address: str) -> tuple[str, int]:
+    """'host:port', '[v6]:port' or ':port' (all interfaces); ValueError names what is wrong."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f'invalid address "{address}": expected host:port, e.g. 127.0.0.1:4100 or :4100')
+    if int(port) > 65535:
+        raise ValueError(f'invalid address "{address}": the port must be between 0 and 65535')
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+@dataclass
+class Listeners:
+    """The process's HTTP socket and its gRPC server with its port bound (servicers not yet added)."""
+
+    http: socket.socket
+    grpc: grpc.aio.Server | None
+    http_address: str
+    grpc_address: str | None
+    grpc_port: int = 0  # as bound: the one chosen when the address asked for port 0
+
+    @property
+    def http_port(self) -> int:
+        return self.http.getsockname()[1]
+
+    def close(self) -> None:
+        self.http.close()
+
+
+def listen(http_address: str, grpc_address: str | None, http_flag: str = "--http-address",
+           grpc_flag: str = "--grpc-address") -> Listeners:
+    """Bind both addresses, or raise ListenError and leave nothing bound. Needs a running event loop."""
+    http = bind_http(http_address, http_flag)
+    try:
+        server, port = bind_grpc(grpc_address, grpc_flag) if grpc_address else (None, 0)
+    except BaseException:
+        http.close()
+        raise
+    return Listeners(http, server, http_address, grpc_address, port)
+
+
+def bind_http(address: str, flag: str) -> socket.socket:
+    host, port = parse_address(address)
+    try:
+        family, kind, proto, _, where = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except socket.gaierror as exc:
+        raise ListenError(f"cannot listen on {address} (HTTP): unknown host {host!r}; fix {flag}") from exc
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # restarts need not wait out TIME_WAIT
+        sock.bind(where)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise ListenError(f"cannot listen on {address} (HTTP): {_reason(exc)}; {_advice(exc, flag)}") from exc
+    sock.set_inheritable(True)
+    return sock
+
+
+def bind_grpc(address: str, flag: str) -> tuple[grpc.aio.Server, int]:
+    """The server with its port bound, and that port."""
+    host, port = parse_address(address)
+    server = grpc.aio.server(options=GRPC_OPTIONS)
+    target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    try:
+        bound = server.add_insecure_port(target)
+    except RuntimeError as exc:
+        reason = _probe(host, port)
+        raise ListenError(f"cannot listen on {address} (gRPC): {_reason(reason)}; {_advice(reason, flag)}") from exc
+    return server, bound
+
+
+def _probe(host: str, port: int) -> OSError:
+    """gRPC reports a failed bind without its cause; binding the same address once finds it."""
+    try:
+        with socket.create_server((host, port)):
+            return OSError(errno.EADDRINUSE, "the address could not be bound")
+    except OSError as exc:
+        return exc
+
+
+def _reason(exc: OSError) -> str:
+    if exc.errno == errno.EADDRINUSE:
+        return "the address is already in use (is another Flamewatch running?)"
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return "the address does not belong to this machine"
+    if exc.errno == errno.EACCES:
+        return "permission denied (ports below 1024 need privileges)"
+    return exc.strerror or str(exc)
+
+
+def _advice(exc: OSError, flag: str) -> str:
+    if exc.errno == errno.EADDRINUSE:
+        return f"stop the other process or choose another port with {flag}"
+    return f"choose another address with {flag}"

@@ -1,0 +1,98 @@
+"""Readiness: whether this process can do its work now, judged by the dependencies it needs.
+
+`/readyz` answers from a `Readiness`: named checks, each raising when its dependency cannot be used,
+run together at most once per `ttl_s` so frequent probes cost little and an outage or its end shows
+within seconds. Liveness (`/healthz`) never looks at dependencies: a process that is up but cannot
+reach Postgres should be taken out of rotation, not restarted.
+
+What each service needs:
+
+    ingester, querier, all   Postgres and the object store (every push and query uses both)
+    frontend                 a querier that answers (its /healthz): the querier reports its own storage,
+                             and a frontend taken out of rotation would hide the querier's error messages
+    collector                nothing: scrapes go on and queue while the ingester is away, and what it
+                             serves (targets, reload) does not need the ingester
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import httpx
+
+if TYPE_CHECKING:
+    from flamewatch.storage.objstore import ObjectStore
+    from flamewatch.storage.postgres import Database
+
+log = logging.getLogger(__name__)
+
+TTL_S = 2.0
+HTTP_TIMEOUT_S = 2.0
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    run: Callable[[], None]  # raises when the dependency cannot be used
+
+
+class Readiness:
+    """Callable: the problems that keep the process from being ready, empty when it is ready."""
+
+    def __init__(self, checks: Sequence[Check], ttl_s: float = TTL_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._checks, self._ttl, self._clock = list(checks), ttl_s, clock
+        self._lock = threading.Lock()
+        self._problems: list[str] = []
+        self._checked_at = float("-inf")
+
+    def __call__(self) -> list[str]:
+        with self._lock:
+            if self._clock() - self._checked_at >= self._ttl:
+                self._record([p for check in self._checks if (p := _problem(check)) is not None])
+                self._checked_at = self._clock()
+            return list(self._problems)
+
+    def _record(self, problems: list[str]) -> None:
+        if problems and problems != self._problems:
+            log.warning("not ready: %s", "; ".join(problems))
+        elif self._problems and not problems:
+            log.info("ready again")
+        self._problems = problems
+
+
+def _problem(check: Check) -> str | None:
+    try:
+        check.run()
+    except Exception as exc:  # noqa: BLE001 - any failure of a dependency means not ready, with its reason
+        return f"{check.name}: {exc}"
+    return None
+
+
+def storage_readiness(store: ObjectStore, db: Database) -> Readiness:
+    """Ready while Postgres and the object store both answer."""
+    return Readiness([Check("postgres", db.ping), Check("object store", store.ping)])
+
+
+def upstream_readiness(name: str, base_url: str) -> Readiness:
+    """Ready while the service at `base_url` answers its liveness check."""
+    url = base_url.rstrip("/") + "/healthz"
+
+    def answers() -> None:
+        try:
+            response = httpx.get(url, timeout=HTTP_TIMEOUT_S)
+        except httpx.HTTPError as exc:
+            raise ConnectionError(f"{url} unreachable: {exc}") from exc
+        if response.status_code != 200:
+            raise ConnectionError(f"{url} answered {response.status_code}")
+
+    return Readiness([Check(name, answers)])
+
+
+def no_dependencies() -> Readiness:
+    return Readiness([])

@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 FUZZ_SECONDS ?= 600
 FUZZ_TARGETS ?=
 
-.PHONY: deps run test proto lint bench fuzz
+.PHONY: deps run test proto lint bench bench-demo fuzz
 
 deps: $(VENV)/.installed $(MINIO) $(WORKLOAD)
 
@@ -63,3 +63,9 @@ fuzz: $(VENV)/.fuzz-installed
 $(VENV)/.fuzz-installed: pyproject.toml $(VENV)/.installed
 	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev,fuzz]'
 	touch $@
+
+# What `make run` costs Flamewatch itself: its CPU and memory, the embedded Postgres's and the demo's,
+# over DEMO_MINUTES (see bench/demo_cost.py for the variants that attribute the cost).
+DEMO_MINUTES ?= 10
+bench-demo: deps $(WORKLOAD)
+	$(PY) bench/demo_cost.py --minutes $(DEMO_MINUTES)

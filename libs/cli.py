@@ -87,9 +87,9 @@ def _storage_flags(p: _Parser) -> None:
 def _common_flags(p: _Parser, heap_profiling: bool = False) -> None:
     p.add("--log.level", "debug, info, warning or error", dest="log_level", default="info",
           choices=["debug", "info", "warning", "error"])
-    p.add("--self-profiling.heap", "trace Python allocations so /debug/pprof/heap can answer (costs some "
-          "speed and memory)", dest="heap_profiling", action=argparse.BooleanOptionalAction,
-          default=heap_profiling)
+    p.add("--self-profiling.heap", "trace Python allocations so /debug/pprof/heap can answer (tracemalloc: "
+          "several times the CPU of the service's own work, so off by default)", dest="heap_profiling",
+          action=argparse.BooleanOptionalAction, default=heap_profiling)
 
 
 def storage_config(args: argparse.Namespace) -> StorageConfig:
@@ -152,7 +152,7 @@ def _all_parser(sub) -> None:
     p.address("--http-address", "HTTP listen address (API, /ingest, /debug/pprof, /metrics)", ":8080")
     p.address("--grpc-address", "gRPC listen address (IngestService, QueryService)", ":8081")
     _storage_flags(p)
-    _common_flags(p, heap_profiling=True)
+    _common_flags(p)
     p.set_defaults(run=run_all)
 
 
@@ -276,7 +276,7 @@ scrape_configs:
     static_configs: [{{targets: ["{address}"], labels: {{service_name: flamewatch}}}}]
     profiling_config:
       pprof_config:
-        memory: {{path: /debug/pprof/heap}}
+        memory: {{enabled: {heap}, path: /debug/pprof/heap}}
         goroutine: {{enabled: false}}
         mutex: {{enabled: false}}
         block: {{enabled: false}}
@@ -321,11 +321,12 @@ def run_all(args: argparse.Namespace) -> int:
     async def main(stack: contextlib.AsyncExitStack) -> None:
         listeners = _listen(stack, args.http_address, args.grpc_address)
         # The built-in configuration scrapes this process where it listens, port 0 resolved.
-        text = SELF_SCRAPE.format(address=_local(_with_port(args.http_address, listeners.http_port)))
+        text = SELF_SCRAPE.format(address=_local(_with_port(args.http_address, listeners.http_port)),
+                                  heap=str(args.heap_profiling).lower())
         config = load or (lambda: parse_config(text, "built-in configuration"))
         store, db = _open_storage(stack, storage_config(args))
         ingester = Ingester(IngesterConfig(), store, db)
-        querier_config = QuerierConfig()
+        querier_config = QuerierConfig(cache_bytes=QuerierConfig.embedded_cache_bytes)
         blocks = BlockCache(store, querier_config.cache_bytes, querier_config.fetch_concurrency, PathIndex())
         stack.callback(blocks.close)
         querier = Querier(db, blocks, querier_config)

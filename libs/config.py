@@ -7,6 +7,7 @@ components receive them and never read the environment themselves.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from flamewatch.pprof.validate import ProfileLimits
 from flamewatch.storage.objstore import FilesystemConfig, S3Config
@@ -55,5 +56,6 @@ class QuerierConfig:
     http_address: str = ":4200"
     grpc_address: str = ":4201"
     cache_bytes: int = 2048 * MiB
+    embedded_cache_bytes: ClassVar[int] = 256 * MiB  # `flamewatch all` shares a laptop with everything else
     fetch_concurrency: int = 8
     default_max_nodes: int = 2048

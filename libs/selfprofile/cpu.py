@@ -19,8 +19,14 @@ bury the threads that work. So a thread is sampled for the CPU it used, not the 
    loop), `socket.accept` and an idle `ThreadPoolExecutor` worker. Its CPU then went to bookkeeping
    just before the wait, which the stack no longer shows.
  - Where there is no per-thread clock (not Linux, or a thread the `threading` module does not know),
-   that thread is sampled at every tick unless it is in a known idle wait: wall-clock sampling, with
-   `time.sleep` and C-level waits counted as time in their caller.
+   that thread is sampled at every tick the threads are looked at (below) unless it is in a known
+   idle wait: wall-clock sampling, with `time.sleep` and C-level waits counted as time in their caller.
+
+A tick costs a clock read per thread, and a service has a few dozen threads mostly asleep, so each
+tick first reads the process's CPU clock: while the whole process has used less than one period
+since the threads' clocks were last read, the tick ends there. A thread's unsampled remainder (under
+a period) waits at most until the process has used another period, and is then charged as usual,
+so nothing is lost and an idle process is checked in full only every few hundred milliseconds.
 
 One CPU profile runs at a time per process; a second request while one runs fails at once with
 `ProfilerBusy` (rather than waiting up to 300 s behind it), as Go's `net/http/pprof` does.
@@ -133,6 +139,8 @@ class _Sampler:
                 tick = time.monotonic()
 
     def sample(self) -> None:
+        if not self._clocks.process_used_a_period():
+            return
         frames = sys._current_frames()
         self._clocks.track(frames.keys())
         for ident, frame in frames.items():
@@ -180,27 +188,43 @@ class _ThreadClocks:
         self._enabled = _thread_clocks_work()
         self._idents: frozenset[int] = frozenset()
         self._native: dict[int, int] = {}  # thread ident -> kernel thread id
+        self._clock: dict[int, int] = {}  # thread ident -> its CPU clock id
         self._charged: dict[int, int] = {}  # kernel thread id -> CPU ns already turned into samples
+        self._process_seen = 0  # the process's CPU ns when the threads' clocks were last read
 
     def start(self, idents: Iterable[int]) -> None:
         """Take every thread's CPU time now as the baseline, so CPU used before the profile is not counted."""
+        self._process_seen = time.process_time_ns()
         self.track(idents)
         for ident in self._idents:
             self.owed(ident)
+
+    def process_used_a_period(self) -> bool:
+        """Whether the process used a period of CPU since the threads were last looked at (always True
+        without per-thread clocks: wall-clock sampling looks at every tick)."""
+        if not self._enabled:
+            return True
+        used = time.process_time_ns()
+        if used - self._process_seen < PERIOD_NS:
+            return False
+        self._process_seen = used
+        return True
 
     def track(self, idents: Iterable[int]) -> None:
         idents = frozenset(idents)
         if self._enabled and idents != self._idents:  # a thread started or ended: idents may be reused
             self._native = {t.ident: t.native_id for t in threading.enumerate()
                             if t.ident is not None and t.native_id is not None}
+            self._clock = {ident: _thread_clock_id(native) for ident, native in self._native.items()}
         self._idents = idents
 
     def owed(self, ident: int) -> int:
-        native = self._native.get(ident)
-        if native is None:
+        clock = self._clock.get(ident)
+        if clock is None:
             return 1  # no CPU clock for this thread: wall-clock sampling
+        native = self._native[ident]
         try:
-            used = time.clock_gettime_ns(_thread_clock_id(native))
+            used = time.clock_gettime_ns(clock)
         except OSError:  # the thread has ended
             self._charged.pop(native, None)
             return 0

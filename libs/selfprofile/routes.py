@@ -1,7 +1,8 @@
 """`/debug/pprof/profile` and `/debug/pprof/heap` for every Flamewatch service, as Go's net/http/pprof serves them.
 
 Profiles are taken on a worker thread so the event loop keeps serving while a CPU profile samples for
-its seconds. Errors are raised, not answered here: the app maps them (ValueError -> 400, JSON `error`).
+its seconds. Errors are raised, not answered here: the app maps them (ValueError -> 400, a heap
+profile of a process without heap tracking -> 404, JSON `error` saying how to turn it on).
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from flamewatch.selfprofile.heap import profile_heap
 
 DEFAULT_SECONDS = 10
 
-HEAP_DISABLED = ("heap profiling is disabled in this service: it traces every allocation with tracemalloc, "
-                 "which costs memory and speed, so it runs only when started with --self-profiling.heap")
+HEAP_DISABLED = ("heap profiling is off in this service: start it with --self-profiling.heap (or "
+                 "FLAMEWATCH_SELF_PROFILING_HEAP=true) to serve /debug/pprof/heap. It is off by default because "
+                 "tracemalloc records every allocation, which costs several times the CPU of the service's own work")
 
 
 def router(heap_enabled: bool) -> APIRouter:

@@ -17,12 +17,15 @@ from fastapi.responses import FileResponse, HTMLResponse, Response
 from flamewatch.rpc.errors import NotFoundError
 
 _FORWARDED_HEADERS = ("x-scope-orgid", "accept", "content-type")
+# Only what the querier answers, which the frontend passes on in every mode: the scrape targets are
+# the collector's (its own address when split), so the page names them without a link.
 _NO_UI = """<!doctype html><title>Flamewatch</title>
 <h1>Flamewatch</h1>
-<p>The web UI is not built in this installation. The API answers under <code>/api/v1/</code>:
+<p>The web UI is not built in this installation. The query API answers under <code>/api/v1/</code>:
 <a href="/api/v1/profile_types">profile types</a>, <a href="/api/v1/labels">labels</a>,
-<a href="/api/v1/targets">scrape targets</a> (collector), and
-<code>/api/v1/query?query=&lt;profile type&gt;{selector}&amp;format=flamegraph|top|tree|pprof</code>.</p>
+<a href="/api/v1/series">series</a>, and
+<code>/api/v1/query?query=&lt;profile type&gt;{selector}&amp;format=flamegraph|top|tree|pprof</code>.
+Scrape targets and their health are at the collector's <code>/api/v1/targets</code>.</p>
 """
 
 

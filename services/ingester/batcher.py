@@ -1,14 +1,14 @@
 """Group pushes into blocks: one open batch per tenant, flushed every interval or when it is big.
 
 A push waits until the batch holding its profiles is durable, so an acknowledgement means the data
-survives a crash. A failed flush fails every push of that batch, which the clients retry.
+survives a crash. A failed flush fails every push of that batch, which the clients retry. Each batch
+sets its own timer when it opens, so an ingester with nothing to flush never wakes up.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -24,10 +24,10 @@ FlushFn = Callable[[str, Sequence[BlockEntry]], object]
 @dataclass
 class _Batch:
     tenant: str
-    opened: float
     entries: list[BlockEntry] = field(default_factory=list)
     nbytes: int = 0
     done: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+    timer: asyncio.TimerHandle | None = None
 
 
 class Batcher:
@@ -38,16 +38,16 @@ class Batcher:
         self._open: dict[str, _Batch] = {}
         self._slots = asyncio.Semaphore(max_concurrent)
         self._inflight: set[asyncio.Task] = set()
-        self._ticker: asyncio.Task | None = None
 
     def start(self) -> None:
-        self._ticker = asyncio.create_task(self._tick(), name="batcher-ticker")
+        """Nothing runs until the first push: each batch sets its own flush timer."""
 
     async def submit(self, tenant: str, entries: Sequence[BlockEntry], nbytes: int) -> None:
         """Add a push's profiles; returns once they are durable, raises if the flush failed."""
         batch = self._open.get(tenant)
         if batch is None:
-            batch = self._open[tenant] = _Batch(tenant, time.monotonic())
+            batch = self._open[tenant] = _Batch(tenant)
+            batch.timer = asyncio.get_running_loop().call_later(self._interval, self._seal_if_open, batch)
         batch.entries.extend(entries)
         batch.nbytes += nbytes
         done = batch.done
@@ -60,22 +60,19 @@ class Batcher:
 
     async def close(self) -> None:
         """Flush everything still open and wait for every flush in flight."""
-        if self._ticker:
-            self._ticker.cancel()
         for tenant in list(self._open):
             self._seal(tenant)
         await asyncio.gather(*self._inflight, return_exceptions=True)
 
-    async def _tick(self) -> None:
-        while True:
-            await asyncio.sleep(min(0.05, self._interval / 4))
-            now = time.monotonic()
-            for tenant, batch in list(self._open.items()):
-                if now - batch.opened >= self._interval:
-                    self._seal(tenant)
+    def _seal_if_open(self, batch: _Batch) -> None:
+        """The batch's timer: seal it unless it was sealed already (it filled up) and replaced."""
+        if self._open.get(batch.tenant) is batch:
+            self._seal(batch.tenant)
 
     def _seal(self, tenant: str) -> None:
         batch = self._open.pop(tenant)
+        if batch.timer is not None:
+            batch.timer.cancel()
         task = asyncio.create_task(self._flush(batch), name=f"flush-{tenant}")
         self._inflight.add(task)
         task.add_done_callback(self._inflight.discard)

@@ -2,6 +2,7 @@
 querier; target status and configuration reloads over HTTP."""
 
 import os
+import re
 import signal
 import subprocess
 import time
@@ -145,6 +146,16 @@ def test_four_services_as_processes_answer_through_the_frontend(cluster: Cluster
     page = httpx.get(frontend + "/")
     assert page.status_code == 200 and "The web UI is not built" in page.text
     assert httpx.get(frontend + "/assets/../../etc/passwd").status_code == 404
+
+
+def test_the_page_without_a_ui_links_only_to_what_the_frontend_serves(frontend):
+    """In split mode the frontend passes /api to the querier; the collector's targets are not there."""
+    page = httpx.get(frontend + "/")
+    links = re.findall(r'href="([^"]+)"', page.text)
+    assert links, page.text
+    for link in links:
+        r = httpx.get(frontend + link, headers={"X-Scope-OrgID": TENANT})
+        assert r.status_code == 200, (link, r.status_code, r.text)
 
 
 def test_target_status_over_grpc_matches_rest(collector, go_target):

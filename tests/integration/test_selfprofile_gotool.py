@@ -60,7 +60,7 @@ def test_go_pprof_reads_heap_profile(tmp_path: Path):
     try:
         kept = keep_memory_for_gotool()
         path = tmp_path / "heap.pb.gz"
-        path.write_bytes(profile_heap())
+        path.write_bytes(profile_heap(sample_bytes=0))  # every block: the exact sizes below
     finally:
         if started:
             tracemalloc.stop()

@@ -225,10 +225,10 @@ def test_example_file_loads():
     assert (demo.job_name, demo.static_configs[0].targets) == ("demo", ("127.0.0.1:6060",))
     assert demo.profiling_config.pprof_config == default_pprof_config(10.0)
     assert (flamewatch.job_name, flamewatch.static_configs[0].targets) == ("flamewatch", ("127.0.0.1:8080",))
-    assert flamewatch.profiling_config.endpoints() == {
+    assert flamewatch.profiling_config.endpoints() == {  # its heap only with --self-profiling.heap
         "process_cpu": PprofEndpoint(True, "/debug/pprof/profile", True, 10),
-        "memory": PprofEndpoint(True, "/debug/pprof/heap", False, None),
     }
+    assert flamewatch.profiling_config.pprof_config["memory"] == PprofEndpoint(False, "/debug/pprof/heap", False)
 
 
 def test_parse_config_names_its_source():

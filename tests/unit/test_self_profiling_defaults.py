@@ -1,0 +1,34 @@
+"""What each command profiles of itself by default: CPU always, the heap only when asked, because
+tracemalloc's bookkeeping on every allocation costs more than the service's own work (see the README)."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from flamewatch.cli import SELF_SCRAPE, build_parser
+from flamewatch.scrapeconfig import parse_config
+
+ROOT = Path(__file__).resolve().parents[2]
+COMMANDS = {"ingester": [], "querier": [], "collector": ["--config.file", "x.yaml"], "frontend": [], "all": []}
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_heap_tracking_is_off_unless_asked(command):
+    parse = build_parser().parse_args
+    assert parse([command, *COMMANDS[command]]).heap_profiling is False
+    assert parse([command, *COMMANDS[command], "--self-profiling.heap"]).heap_profiling is True
+
+
+@pytest.mark.parametrize("heap", [False, True])
+def test_the_built_in_self_scrape_asks_for_the_heap_only_when_it_is_tracked(heap):
+    config = parse_config(SELF_SCRAPE.format(address="127.0.0.1:8080", heap=str(heap).lower()), "built-in")
+    endpoints = config.scrape_configs[0].profiling_config.endpoints()
+    assert sorted(endpoints) == (["memory", "process_cpu"] if heap else ["process_cpu"])
+
+
+def test_make_run_does_not_scrape_a_heap_flamewatch_does_not_track():
+    jobs = {j["job_name"]: j for j in yaml.safe_load((ROOT / "examples" / "flamewatch.yaml").read_text())
+            ["scrape_configs"]}
+    assert jobs["flamewatch"]["profiling_config"]["pprof_config"]["memory"]["enabled"] is False
+    assert "profiling_config" not in jobs["demo"], "the demo keeps every Go profile type"

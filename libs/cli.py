@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib.util
 import logging
 import os
 import signal
@@ -30,8 +31,9 @@ from flamewatch.storage.postgres import PostgresConfig
 
 log = logging.getLogger("flamewatch")
 
-# Where the UI's build lands in a checkout (`make ui`).
-DEFAULT_UI_DIR = Path(__file__).resolve().parent.parent / "services" / "frontend" / "ui" / "dist"
+# Where the UI's build lands (`make ui`): package data of flamewatch.frontend, so services/frontend/ui/dist
+# in a checkout and flamewatch/frontend/ui/dist in an installed wheel. find_spec does not import the package.
+DEFAULT_UI_DIR = Path(importlib.util.find_spec("flamewatch.frontend").origin).parent / "ui" / "dist"
 
 
 def _env_name(flag: str) -> str:

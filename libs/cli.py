@@ -163,6 +163,8 @@ def _frontend_parser(sub) -> None:
                        "one address.")
     p.address("--http-address", "HTTP listen address", ":8080")
     p.add("--querier.url", "the querier's HTTP base URL", dest="querier_url", default="http://127.0.0.1:4200")
+    p.add("--collector.url", "the collector's HTTP base URL, for /api/v1/targets (the UI's Targets page)",
+          dest="collector_url", default=None)
     p.add("--ui.dir", "the UI build (index.html, assets/); without one a page points at the API", dest="ui_dir",
           default=str(DEFAULT_UI_DIR))
     _common_flags(p)
@@ -355,13 +357,14 @@ def run_all(args: argparse.Namespace) -> int:
 def run_frontend(args: argparse.Namespace) -> int:
     import httpx
 
-    from flamewatch.frontend.service import api_proxy_router, ui_router
+    from flamewatch.frontend.service import api_proxy_router, collector_proxy_router, ui_router
 
     async def main(stack: contextlib.AsyncExitStack) -> None:
         listeners = _listen(stack, args.http_address, None)
         client = httpx.AsyncClient(timeout=600)
         stack.push_async_callback(client.aclose)
-        routers = [api_proxy_router(args.querier_url, client), ui_router(Path(args.ui_dir))]
+        targets = [collector_proxy_router(args.collector_url, client)] if args.collector_url else []
+        routers = [*targets, api_proxy_router(args.querier_url, client), ui_router(Path(args.ui_dir))]
         await _serve(args, listeners, routers, None)
 
     return _run(main)

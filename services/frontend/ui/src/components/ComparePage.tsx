@@ -51,7 +51,6 @@ export function ComparePage({ state, type, tick, theme, update }: Props) {
           <MaxNodesControl value={state.maxNodes} onChange={(maxNodes) => update({ maxNodes })}
             shown={diff.data ? diff.data.levels.reduce((n, l) => n + l.length / 7, 0) : 0} />
         </div>
-        <Legend />
         {diff.error && <ErrorBox title="The comparison could not be loaded" message={diff.error} />}
         {!diff.error && diff.loading && <Spinner label="Merging both sides…" />}
         {empty && (
@@ -87,14 +86,14 @@ function SideEditor({ name, title, side, type, onChange }: {
 
 function Legend() {
   return (
-    <div className="diff-legend" aria-label="colour legend">
+    <span className="diff-legend" aria-label="colour legend">
       <span>shrank</span>
       {LEGEND_STOPS.map((s) => (
         <span key={s} className="swatch" style={{ background: diffColor(s) }}>{formatChange(s)}</span>
       ))}
       <span>grew</span>
       <span className="muted">(change of each function's share of its side's total)</span>
-    </div>
+    </span>
   );
 }
 
@@ -102,7 +101,7 @@ function DiffTable({ data, unit }: { data: DiffData; unit: string }) {
   const rows = useMemo(() => diffRows(data).slice(0, 30), [data]);
   return (
     <table className="diff-table" aria-label="largest changes">
-      <caption>Largest changes</caption>
+      <caption>Largest changes <Legend /></caption>
       <thead>
         <tr><th>Function</th><th>Left</th><th>Right</th><th>Delta</th><th>Change</th></tr>
       </thead>

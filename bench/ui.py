@@ -5,9 +5,9 @@
 1. bundle: the built UI's files, raw and gzipped (services/frontend/ui/dist).
 2. open: from navigating to --url until the flamegraph of the last hour of --selector is drawn and its
    table filled (a fresh browser, so nothing is cached): median of --runs.
-3. hover: synthetic profiles with --nodes distinct call paths are uploaded under service_name=ui-bench,
-   shown with max_nodes above that, and the pointer is moved across the flamegraph once per animation
-   frame for --seconds; the figure is the time between frames (median and 95th percentile).
+3. hover: synthetic CPU profiles (bench/profiles.py) are uploaded under service_name=ui-bench and shown
+   with max_nodes=--nodes, and the pointer is moved across the flamegraph once per animation frame for
+   --seconds; the figure is the time between frames (median and 95th percentile).
 """
 
 from __future__ import annotations
@@ -54,6 +54,16 @@ HOVER_SCRIPT = """async (seconds) => {
 }"""
 
 
+# Time spent waiting for the API on the way to the flamegraph: the requests before the merge (profile
+# types, services) run one after another, then the merge itself.
+API_WAIT_SCRIPT = """() => {
+  const entries = performance.getEntriesByType('resource').filter((e) => e.name.includes('/api/v1/'));
+  const merge = entries.find((e) => e.name.includes('/api/v1/query?'));
+  const before = entries.filter((e) => !e.name.includes('/api/v1/query') && e.responseEnd <= merge.startTime);
+  return merge.responseEnd - merge.startTime + before.reduce((s, e) => s + e.responseEnd - e.startTime, 0);
+}"""
+
+
 def bundle() -> None:
     files = sorted(p for p in DIST.rglob("*") if p.is_file())
     raw = sum(p.stat().st_size for p in files)
@@ -68,13 +78,13 @@ def launch(playwright):
     return playwright.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
 
 
-def wait_drawn(page, timeout_ms: int = 120_000) -> None:
+def wait_drawn(page, timeout_ms: int = 600_000) -> None:
     page.locator("[data-testid=flamegraph-canvas]").wait_for(timeout=timeout_ms)
     page.locator("[data-testid=table-view] tbody tr").first.wait_for(timeout=timeout_ms)
 
 
 def open_time(playwright, url: str, selector: str, runs: int) -> None:
-    times = []
+    times, api = [], []
     for _ in range(runs):
         browser = launch(playwright)
         page = browser.new_page(viewport={"width": 1280, "height": 800})
@@ -82,9 +92,11 @@ def open_time(playwright, url: str, selector: str, runs: int) -> None:
         page.goto(url + "/?" + urlencode({"type": CPU, "query": selector, "from": "now-1h"}))
         wait_drawn(page)
         times.append(time.monotonic() - start)
+        api.append(page.evaluate(API_WAIT_SCRIPT) / 1000)
         browser.close()
     print(f"open: page to drawn 1-hour flamegraph of {selector}: median {statistics.median(times):.2f} s "
-          f"over {runs} runs ({', '.join(f'{t:.2f}' for t in times)})")
+          f"over {runs} runs ({', '.join(f'{t:.2f}' for t in times)}); of which waiting for the API's "
+          f"answers (profile types, then the merge): median {statistics.median(api):.2f} s")
 
 
 def upload_big(url: str, nodes: int) -> None:
@@ -104,9 +116,9 @@ def hover(playwright, url: str, nodes: int, seconds: float) -> None:
     browser = launch(playwright)
     page = browser.new_page(viewport={"width": 1280, "height": 800})
     page.goto(url + "/?" + urlencode({"type": CPU, "query": '{service_name="ui-bench"}', "from": "now-15m",
-                                      "max_nodes": "65536"}))
+                                      "max_nodes": str(nodes)}))
     wait_drawn(page)
-    shown = int(page.get_by_test_id("flamegraph").get_attribute("data-nodes"))
+    shown = int(page.get_by_test_id("flamegraph-panel").get_attribute("data-nodes"))
     gaps = sorted(page.evaluate(HOVER_SCRIPT, seconds))
     p95 = gaps[int(len(gaps) * 0.95)]
     print(f"hover: {shown} nodes drawn; frame time while hovering: median {statistics.median(gaps):.1f} ms, "
@@ -119,7 +131,7 @@ def main() -> None:
     parser.add_argument("--url", default="http://localhost:8080")
     parser.add_argument("--selector", default='{service_name="demo"}')
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--nodes", type=int, default=30_000, help="distinct call stacks uploaded for the hover test")
+    parser.add_argument("--nodes", type=int, default=20_000, help="flamegraph nodes for the hover test (max_nodes)")
     parser.add_argument("--seconds", type=float, default=5.0)
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright

@@ -37,16 +37,6 @@ scrape_configs:
       pprof_config:
         mutex: {{enabled: false}}
         block: {{enabled: false}}
-  - job_name: flamewatch
-    scrape_interval: {interval}s
-    static_configs: [{{targets: ["{self}"], labels: {{service_name: flamewatch}}}}]
-    profiling_config:
-      pprof_config:
-        process_cpu: {{enabled: false}}
-        memory: {{path: /debug/pprof/heap, delta: false}}
-        goroutine: {{enabled: false}}
-        mutex: {{enabled: false}}
-        block: {{enabled: false}}
 """
 
 
@@ -91,12 +81,14 @@ def flamewatch_ui(_go_workload: Path, tmp_path_factory: pytest.TempPathFactory) 
     http_port, grpc_port = free_port(), free_port()
     url = f"http://127.0.0.1:{http_port}"
     config = workdir / "flamewatch.yaml"
-    config.write_text(CONFIG.format(interval=SCRAPE_INTERVAL_S, demo=demo.addr, self=f"127.0.0.1:{http_port}"))
+    config.write_text(CONFIG.format(interval=SCRAPE_INTERVAL_S, demo=demo.addr))
     log = workdir / "all.log"
     started_ms = int(time.time() * 1000)
     with log.open("ab") as out:
         process = subprocess.Popen([str(FLAMEWATCH), "all", "--config.file", str(config), "--http-address",
-                                    f"127.0.0.1:{http_port}", "--grpc-address", f"127.0.0.1:{grpc_port}"],
+                                    f"127.0.0.1:{http_port}", "--grpc-address", f"127.0.0.1:{grpc_port}",
+                                    # tracing every allocation would slow each query down for nothing here
+                                    "--no-self-profiling.heap"],
                                    cwd=workdir, stdout=out, stderr=subprocess.STDOUT)
     try:
         _wait_for(lambda: _demo_cpu_points(url) >= 4, 120, "four CPU profiles of the Go program", log)

@@ -30,7 +30,7 @@ def table_names(page) -> list[str]:
 
 
 def wait_for_flamegraph(page) -> None:
-    page.locator("[data-testid=flamegraph] canvas").first.wait_for()
+    page.locator("[data-testid=flamegraph-panel] canvas").first.wait_for()
     page.locator("[data-testid=table-view] tbody tr").first.wait_for()
 
 
@@ -116,7 +116,7 @@ def test_compare_renders_a_diff_of_two_ranges_with_a_legend_and_a_delta_table(fl
         "view": "compare", "type": CPU, "l_query": DEMO, "l_from": str(flamewatch_ui.started_ms - 60_000),
         "l_until": str(middle), "r_query": DEMO, "r_from": str(middle), "r_until": "now"}))
     page.get_by_label("colour legend").wait_for()
-    page.locator("[data-testid=flamegraph] canvas").first.wait_for()
+    page.locator("[data-testid=flamegraph-panel] canvas").first.wait_for()
     table = page.get_by_role("table", name="largest changes")
     table.wait_for()
     rows = table.locator("tbody tr")
@@ -189,3 +189,16 @@ def test_a_bad_selector_shows_the_apis_message(flamewatch_ui, page):
     alert = page.get_by_role("alert").filter(has_text="could not be loaded").first
     alert.wait_for()
     assert "expected a quoted string" in alert.inner_text()
+
+
+def test_dark_mode_switches_the_whole_page_and_is_kept_on_reload(flamewatch_ui, page):
+    page.goto(explore_url(flamewatch_ui))
+    wait_for_flamegraph(page)
+    light = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    page.get_by_role("button", name="toggle dark mode").click()
+    assert page.evaluate("document.documentElement.dataset.theme") == "dark"
+    dark = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert dark != light
+    page.reload()
+    wait_for_flamegraph(page)
+    assert page.evaluate("getComputedStyle(document.body).backgroundColor") == dark

@@ -30,7 +30,7 @@ export function FlamegraphView({ data, profile, unit, search, onSearch, theme, s
     id: "flamewatch",
   }), [search, onSearch]);
   return (
-    <div className="flamegraph" data-testid="flamegraph" data-nodes={nodeCount(data, step)}>
+    <div className="flamegraph" data-testid="flamegraph-panel" data-nodes={nodeCount(data, step)}>
       {share && search.trim() !== "" && (
         <div className="search-share" role="status" aria-label="search matches">
           “{search}”: {share.matches} frame{share.matches === 1 ? "" : "s"}, {formatValue(share.value, unit)} ={" "}

@@ -59,6 +59,7 @@ export function parseTypeId(id: string): ProfileType | null {
 
 /** A value in a type's unit as text: 1.5 s, 12 MB, 3,400. */
 export function formatValue(value: number, unit: string): string {
+  if (value === 0) return "0";
   if (unit === "nanoseconds") return formatScaled(value / 1e9, [[3600, "h"], [60, "min"], [1, "s"], [1e-3, "ms"], [1e-6, "µs"]], "ns", 1e-9);
   if (unit === "bytes") return formatScaled(value, [[1024 ** 4, "TiB"], [1024 ** 3, "GiB"], [1024 ** 2, "MiB"], [1024, "KiB"]], "B", 1);
   return Math.round(value).toLocaleString("en-US");

@@ -81,6 +81,22 @@ def test_dragging_a_range_merges_it_into_a_flamegraph_with_the_hot_function(flam
     assert "Share of CPU" in tooltip and "%" in tooltip and "seconds" in tooltip, tooltip
 
 
+def test_clicking_a_point_opens_that_single_profile(flamewatch_ui, page):
+    page.goto(explore_url(flamewatch_ui))
+    timeline = page.get_by_test_id("timeline")
+    over = timeline.locator(".u-over")
+    over.wait_for()
+    box = over.bounding_box()
+    # The last point sits near the right edge (the range ends now); the cursor snaps to the nearest point.
+    page.mouse.click(box["x"] + box["width"] - 3, box["y"] + box["height"] / 2)
+    page.wait_for_url(lambda u: "time=" in u)
+    wait_for_flamegraph(page)
+    scope = page.get_by_test_id("flamegraph-scope")
+    page.wait_for_function("el => el.textContent.startsWith('1 profile,')", arg=scope.element_handle())
+    assert "the profile nearest" in scope.inner_text()
+    assert HOT_FUNCTION in [n.strip() for n in table_names(page)]
+
+
 def _tooltip_mentions(page, name: str) -> str:
     """The flamegraph tooltip's text once the pointer is over a frame of `name`, or ""."""
     canvas = page.get_by_test_id("flamegraph-canvas")

@@ -80,7 +80,7 @@ def launch(playwright):
 
 def wait_drawn(page, timeout_ms: int = 600_000) -> None:
     page.locator("[data-testid=flamegraph-canvas]").wait_for(timeout=timeout_ms)
-    page.locator("[data-testid=table-view] tbody tr").first.wait_for(timeout=timeout_ms)
+    page.locator("[data-testid=top-table] tbody tr").first.wait_for(timeout=timeout_ms)
 
 
 def open_time(playwright, url: str, selector: str, runs: int) -> None:

@@ -92,7 +92,7 @@ def flamewatch_ui(_go_workload: Path, tmp_path_factory: pytest.TempPathFactory) 
                                     "--no-self-profiling.heap"],
                                    cwd=workdir, stdout=out, stderr=subprocess.STDOUT)
     try:
-        _wait_for(lambda: _demo_cpu_points(url) >= 3, 120, "CPU profiles of the Go program in three steps", log)
+        _wait_for(lambda: _demo_cpu_points(url) >= 3, 240, "CPU profiles of the Go program in three steps", log)
         _wait_for(lambda: _hot_function_seen(url), 60, f"{HOT_FUNCTION} in the stored profiles", log)
         yield Served(url, started_ms)
     finally:

@@ -7,6 +7,7 @@ import { useMemo } from "react";
 import type { FlamegraphData } from "../api/types";
 import { nodeCount, searchShare, type RenderableProfile } from "../flamegraph/convert";
 import { formatValue } from "../flamegraph/profileTypes";
+import { TopTable } from "./TopTable";
 
 export const MAX_NODES_CHOICES = [1024, 4096, 8192, 16384, 32768, 65536];
 
@@ -37,7 +38,14 @@ export function FlamegraphView({ data, profile, unit, search, onSearch, theme, s
           <strong>{(share.share * 100).toFixed(2)}%</strong> of the total
         </div>
       )}
-      <FlamegraphRenderer profile={profile as never} showCredit={false} colorMode={theme} sharedQuery={sharedQuery as never} />
+      <div className={step === 4 ? "flamegraph-with-table" : "flamegraph-alone"}>
+        {step === 4 && <TopTable data={data} unit={unit} search={search} onSearch={onSearch} />}
+        {/* The library's own table sums a recursive function's frames; ours counts each stack once. */}
+        <div className="flamegraph-canvas">
+          <FlamegraphRenderer profile={profile as never} showCredit={false} colorMode={theme}
+            sharedQuery={sharedQuery as never} onlyDisplay="flamegraph" />
+        </div>
+      </div>
     </div>
   );
 }

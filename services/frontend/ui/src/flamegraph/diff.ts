@@ -2,6 +2,7 @@
 // and the colour scale (green shrank, red grew) shared by the legend and the table.
 
 import type { DiffData } from "../api/types";
+import { functionTotals } from "./totals";
 
 export interface DiffRow {
   name: string;
@@ -18,41 +19,16 @@ export interface DiffRow {
  * frames add nothing). Sorted by the size of the change in share, largest first.
  */
 export function diffRows(fg: DiffData): DiffRow[] {
-  const left = new Float64Array(fg.names.length);
-  const right = new Float64Array(fg.names.length);
-  sumOutermost(fg, 0, left);
-  sumOutermost(fg, 3, right);
-  const root = fg.levels[0]?.[6];
+  const [, left] = functionTotals(fg, { step: 7, offset: 0 });
+  const [, right] = functionTotals(fg, { step: 7, offset: 3 });
   const rows: DiffRow[] = [];
   for (let i = 0; i < fg.names.length; i++) {
-    if (i === root) continue; // the root is the whole, not a function
     if (left[i] === 0 && right[i] === 0) continue;
     rows.push({ name: fg.names[i], left: left[i], right: right[i], delta: right[i] - left[i],
       change: relativeChange(left[i], fg.left_ticks, right[i], fg.right_ticks) });
   }
   const size = (r: DiffRow) => Math.abs(share(r.right, fg.right_ticks) - share(r.left, fg.left_ticks));
   return rows.sort((a, b) => size(b) - size(a) || a.name.localeCompare(b.name));
-}
-
-/** Adds the total of each side's node to its name, skipping nodes under a node of the same name. */
-function sumOutermost(fg: DiffData, offset: number, into: Float64Array): void {
-  // Spans [x, x + total) of each name already counted; a namesake nested inside one is skipped.
-  const counted = new Map<number, [number, number][]>();
-  for (const level of fg.levels) {
-    let x = 0;
-    for (let i = 0; i < level.length; i += 7) {
-      x += level[i + offset];
-      const total = level[i + offset + 1];
-      const name = level[i + 6];
-      const spans = counted.get(name) ?? [];
-      if (total > 0 && !spans.some(([lo, hi]) => x >= lo && x < hi)) {
-        into[name] += total;
-        spans.push([x, x + total]);
-        counted.set(name, spans);
-      }
-      x += total;
-    }
-  }
 }
 
 function share(value: number, ticks: number): number {

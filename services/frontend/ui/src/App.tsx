@@ -86,7 +86,7 @@ export function App() {
       const service = services.find((s) => s !== SELF_SERVICE) ?? services[0];
       if (!state.selector && service) patch.selector = `{service_name="${service}"}`;
     }).catch(() => undefined).finally(() => update(patch, true));
-  }, [sorted, state.type]); // eslint-disable-line react-hooks/exhaustive-deps
+  }, [sorted, state.type]);
 
   return (
     <div className="app">

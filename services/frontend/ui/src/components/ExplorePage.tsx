@@ -6,6 +6,7 @@ import { api, queryText, type TimeRange } from "../api/client";
 import type { ProfileType } from "../api/types";
 import { toProfile } from "../flamegraph/convert";
 import { formatValue } from "../flamegraph/profileTypes";
+import { compareSides } from "../state/compare";
 import type { UiState } from "../state/url";
 import { describeRange, formatLocal, resolveTime } from "../state/time";
 import { FlamegraphView, MaxNodesControl } from "./FlamegraphView";
@@ -27,7 +28,7 @@ export function ExplorePage({ state, type, labelNames, tick, theme, update }: Pr
   const range: TimeRange = { from: state.from, until: state.until };
   const merged: TimeRange = state.selFrom && state.selUntil ? { from: state.selFrom, until: state.selUntil } : range;
   const time = state.time ? Number(state.time) : undefined;
-  const now = useMemo(() => Date.now(), [tick, state.from, state.until]); // eslint-disable-line react-hooks/exhaustive-deps
+  const now = useMemo(() => Date.now(), [tick, state.from, state.until]);
 
   const totals = useApi((s) => api.queryRange(query, range, state.groupBy, s),
     `${query}|${range.from}|${range.until}|${state.groupBy}|${tick}`);
@@ -89,11 +90,7 @@ export function ExplorePage({ state, type, labelNames, tick, theme, update }: Pr
             shown={flame.data ? flame.data.flamegraph.levels.reduce((n, l) => n + l.length / 4, 0) : 0} />
           <a className="button" href={api.pprofUrl(query, merged, time)} download={`${type.name}.pb.gz`}
             title="the merge shown, as gzipped pprof (go tool pprof reads it)">Download pprof</a>
-          <button type="button" onClick={() => update({
-            view: "compare",
-            left: { selector: state.selector, from: merged.from, until: merged.until },
-            right: { selector: state.selector, from: state.from, until: state.until },
-          })}>Compare…</button>
+          <button type="button" onClick={() => update({ view: "compare", ...compareSides(state, now) })}>Compare…</button>
         </div>
         {flame.error && <ErrorBox title="The flamegraph could not be loaded" message={flame.error} />}
         {!flame.error && flame.loading && <Spinner label="Merging profiles…" />}

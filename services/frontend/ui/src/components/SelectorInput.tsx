@@ -42,7 +42,7 @@ export function SelectorInput({ value, profileType, range, onChange, label = "La
       clearTimeout(timer);
       controller.abort();
     };
-  }, [text, range.from, range.until]); // eslint-disable-line react-hooks/exhaustive-deps
+  }, [text, range.from, range.until]);
 
   useEffect(() => {
     if (!completion) return setOptions([]);
@@ -56,7 +56,7 @@ export function SelectorInput({ value, profileType, range, onChange, label = "La
       setActive(0);
     }, () => setOptions([]));
     return () => controller.abort();
-  }, [completion?.kind, completion?.kind === "value" ? completion.name : "", completion?.prefix, typeMatch, range.from, range.until]); // eslint-disable-line react-hooks/exhaustive-deps
+  }, [completion?.kind, completion?.kind === "value" ? completion.name : "", completion?.prefix, typeMatch, range.from, range.until]);
 
   const choose = (choice: string) => {
     if (!completion) return;

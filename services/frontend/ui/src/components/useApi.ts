@@ -26,7 +26,6 @@ export function useApi<T>(load: ((signal: AbortSignal) => Promise<T>) | null, ke
     );
     return () => controller.abort();
     // `key` names everything `load` depends on.
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [key]);
   return state;
 }

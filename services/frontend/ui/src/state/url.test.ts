@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { compareSides } from "./compare";
 import { applyCompletion, completionAt } from "./selector";
 import { resolveTime } from "./time";
 import { DEFAULT_STATE, isMinorChange, parseState, stateToSearch, type UiState } from "./url";
@@ -76,5 +77,25 @@ describe("resolveTime", () => {
     expect(resolveTime("1700000000000", now)).toBe(1700000000000);
     expect(resolveTime("2026-01-01T00:00:00Z", now)).toBe(now);
     expect(resolveTime("tomorrow", now)).toBeNaN();
+  });
+});
+
+describe("compareSides", () => {
+  const now = Date.UTC(2026, 0, 1, 12);
+  it("splits the range in halves when nothing is selected", () => {
+    const state = { ...DEFAULT_STATE, selector: '{job="a"}', from: "now-1h", until: "now" };
+    const middle = String(now - 1800e3);
+    expect(compareSides(state, now)).toEqual({
+      left: { selector: '{job="a"}', from: String(now - 3600e3), until: middle },
+      right: { selector: '{job="a"}', from: middle, until: String(now) },
+    });
+  });
+
+  it("compares the dragged selection against the whole range", () => {
+    const state = { ...DEFAULT_STATE, selFrom: "100", selUntil: "200" };
+    expect(compareSides(state, now)).toEqual({
+      left: { selector: "", from: "100", until: "200" },
+      right: { selector: "", from: "now-1h", until: "now" },
+    });
   });
 });

@@ -220,3 +220,12 @@ def test_dark_mode_switches_the_whole_page_and_is_kept_on_reload(flamewatch_ui, 
     page.reload()
     wait_for_flamegraph(page)
     assert page.evaluate("getComputedStyle(document.body).backgroundColor") == dark
+
+
+def test_a_selector_matching_nothing_says_what_to_do(flamewatch_ui, page):
+    page.goto(explore_url(flamewatch_ui, query='{service_name="nothing-here"}'))
+    timeline = page.get_by_role("region", name="timeline")
+    timeline.get_by_text("No profiles match in this range").wait_for()
+    flamegraph = page.get_by_role("region", name="flamegraph")
+    flamegraph.get_by_text("No profiles in this range: widen it, or check").wait_for()
+    assert flamegraph.get_by_role("link", name="Targets").get_attribute("href") == "?view=targets"

@@ -229,3 +229,21 @@ def test_a_selector_matching_nothing_says_what_to_do(flamewatch_ui, page):
     flamegraph = page.get_by_role("region", name="flamegraph")
     flamegraph.get_by_text("No profiles in this range: widen it, or check").wait_for()
     assert flamegraph.get_by_role("link", name="Targets").get_attribute("href") == "?view=targets"
+
+
+def test_the_selector_completes_label_names_and_values(flamewatch_ui, page):
+    page.goto(explore_url(flamewatch_ui, query=""))
+    wait_for_flamegraph(page)
+    selector = page.locator("#selector")
+    selector.fill("")
+    selector.type("{serv")
+    names = page.get_by_role("listbox", name="label names")
+    names.get_by_role("option", name="service_name").wait_for()
+    selector.press("Tab")
+    assert selector.input_value() == '{service_name="'
+    values = page.get_by_role("listbox", name="label values")
+    values.get_by_role("option", name="demo").click()
+    assert selector.input_value() == '{service_name="demo"'
+    selector.type("}")
+    selector.press("Enter")
+    page.wait_for_url(lambda u: "query=%7Bservice_name%3D%22demo%22%7D" in u)

@@ -1,13 +1,18 @@
 // The flamegraph with its top table beside it (Pyroscope's canvas renderer), our search bound to the URL
 // with the matches' share, and a max-nodes control.
 
-import { FlamegraphRenderer } from "@pyroscope/flamegraph";
 import "@pyroscope/flamegraph/dist/index.css";
-import { useMemo } from "react";
+import { lazy, Suspense, useMemo } from "react";
 import type { FlamegraphData } from "../api/types";
 import { nodeCount, searchShare, type RenderableProfile } from "../flamegraph/convert";
 import { formatValue } from "../flamegraph/profileTypes";
+import { Spinner } from "./Status";
 import { TopTable } from "./TopTable";
+
+// The renderer is most of the bundle: its chunk starts loading with the page (not when first drawn), in
+// parallel with the API's answers, while the page and the timeline draw.
+const renderer = import("@pyroscope/flamegraph");
+const FlamegraphRenderer = lazy(() => renderer.then((m) => ({ default: m.FlamegraphRenderer })));
 
 export const MAX_NODES_CHOICES = [1024, 4096, 8192, 16384, 32768, 65536];
 
@@ -42,8 +47,10 @@ export function FlamegraphView({ data, profile, unit, search, onSearch, theme, s
         {step === 4 && <TopTable data={data} unit={unit} search={search} onSearch={onSearch} />}
         {/* The library's own table sums a recursive function's frames; ours counts each stack once. */}
         <div className="flamegraph-canvas">
-          <FlamegraphRenderer profile={profile as never} showCredit={false} colorMode={theme}
-            sharedQuery={sharedQuery as never} onlyDisplay="flamegraph" />
+          <Suspense fallback={<Spinner label="Loading the flamegraph renderer…" />}>
+            <FlamegraphRenderer profile={profile as never} showCredit={false} colorMode={theme}
+              sharedQuery={sharedQuery as never} onlyDisplay="flamegraph" />
+          </Suspense>
         </div>
       </div>
     </div>

@@ -71,6 +71,7 @@ export function ExplorePage({ state, type, labelNames, tick, theme, update }: Pr
             selection={state.selFrom ? [Number(state.selFrom), Number(state.selUntil)] : time !== undefined ? [time, time] : null}
             onSelect={(lo, hi) => update({ selFrom: String(lo), selUntil: String(hi), time: "" })}
             onPoint={(ms) => update({ time: String(ms), selFrom: "", selUntil: "" })}
+            theme={theme}
           />
         )}
       </section>

@@ -15,6 +15,7 @@ interface Props {
   selection: [number, number] | null;
   onSelect: (fromMs: number, untilMs: number) => void;
   onPoint: (ms: number) => void;
+  theme: "light" | "dark";
 }
 
 const COLORS = ["#e8743b", "#3b8ee8", "#19a979", "#945ecf", "#ed4a7b", "#13a4b4", "#bf399e", "#6c8893"];
@@ -36,7 +37,7 @@ export function seriesName(labels: Record<string, string>): string {
   return entries.length === 0 ? "total" : entries.map(([k, v]) => `${k}="${v}"`).join(", ");
 }
 
-export function Timeline({ series, unit, fromMs, untilMs, selection, onSelect, onPoint }: Props) {
+export function Timeline({ series, unit, fromMs, untilMs, selection, onSelect, onPoint, theme }: Props) {
   const box = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
   const handlers = useRef({ onSelect, onPoint });
@@ -46,7 +47,7 @@ export function Timeline({ series, unit, fromMs, untilMs, selection, onSelect, o
     const el = box.current;
     if (!el) return;
     const data = alignSeries(series);
-    const dark = document.documentElement.dataset.theme === "dark";
+    const dark = theme === "dark";
     const axis = { stroke: dark ? "#bbb" : "#555", grid: { stroke: dark ? "#333" : "#eee" }, ticks: { stroke: dark ? "#444" : "#ddd" } };
     const opts: uPlot.Options = {
       width: el.clientWidth,
@@ -97,7 +98,7 @@ export function Timeline({ series, unit, fromMs, untilMs, selection, onSelect, o
       u.destroy();
       plot.current = null;
     };
-  }, [series, unit, fromMs, untilMs]);
+  }, [series, unit, fromMs, untilMs, theme]);
 
   // The merged sub-range shown as a band.
   useEffect(() => {

@@ -11,7 +11,12 @@ PYTEST_ARGS ?=
 FUZZ_SECONDS ?= 600
 FUZZ_TARGETS ?=
 
-.PHONY: deps run test proto lint bench bench-demo fuzz
+UI := services/frontend/ui
+UI_BUILD := $(UI)/dist/index.html
+UI_SOURCES := $(shell find $(UI)/src -type f 2>/dev/null) $(addprefix $(UI)/,index.html package.json vite.config.ts tsconfig.json)
+CHROMIUM := /usr/bin/chromium
+
+.PHONY: deps run test proto lint bench bench-demo fuzz ui ui-test
 
 deps: $(VENV)/.installed $(MINIO) $(WORKLOAD)
 
@@ -35,14 +40,36 @@ $(WORKLOAD): tests/targets/workload/go.mod $(wildcard tests/targets/workload/*.g
 
 # Flamewatch on its embedded defaults (data under ./data) with the demo program on :6060; Ctrl-C stops both.
 # Flamewatch prints its address once it answers.
-run: $(VENV)/.installed $(WORKLOAD)
+run: $(VENV)/.installed $(WORKLOAD) $(UI_BUILD)
 	@echo "make: starting the demo program on :6060 (log in $(CACHE)/demo.log) and Flamewatch on :8080"
 	@$(WORKLOAD) -addr 127.0.0.1:6060 > $(CACHE)/demo.log 2>&1 & \
 	demo=$$!; trap 'kill $$demo 2>/dev/null' EXIT INT TERM; \
 	$(VENV)/bin/flamewatch all --config.file examples/flamewatch.yaml
 
-test: deps
+test: deps $(UI_BUILD) $(CHROMIUM) ui-test
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The web UI (TypeScript, React, Vite): npm packages from the committed lock file, built into $(UI)/dist,
+# which flamewatch all and flamewatch frontend serve at /. Rebuilt when its sources change.
+ui: $(UI_BUILD)
+
+$(UI)/node_modules/.installed: $(UI)/package-lock.json
+	@echo "make: installing the UI's npm packages into $(UI)/node_modules (npm ci; the first time takes about 30 s)"
+	@cd $(UI) && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+$(UI_BUILD): $(UI)/node_modules/.installed $(UI_SOURCES)
+	@echo "make: building the web UI into $(UI)/dist"
+	@cd $(UI) && npm run --silent build
+
+ui-test: $(UI)/node_modules/.installed
+	@cd $(UI) && npx --no-install vitest run
+
+# Debian's chromium, which the browser tests drive through Playwright (no browser download).
+$(CHROMIUM):
+	@echo "make: installing Debian's chromium for the browser tests (apt-get; takes a minute or two)"
+	@$(if $(filter 0,$(shell id -u)),,sudo) apt-get update -qq
+	@$(if $(filter 0,$(shell id -u)),,sudo) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium > /dev/null
 
 proto: $(VENV)/.installed
 	$(PY) proto/generate.py

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib.util
 import logging
 import os
 import signal
@@ -31,8 +32,9 @@ from flamewatch.storage.postgres import PostgresConfig
 
 log = logging.getLogger("flamewatch")
 
-# Where the UI's build lands in a checkout (`make ui`).
-DEFAULT_UI_DIR = Path(__file__).resolve().parent.parent / "services" / "frontend" / "ui" / "dist"
+# Where the UI's build lands (`make ui`): package data of flamewatch.frontend, so services/frontend/ui/dist
+# in a checkout and flamewatch/frontend/ui/dist in an installed wheel. find_spec does not import the package.
+DEFAULT_UI_DIR = Path(importlib.util.find_spec("flamewatch.frontend").origin).parent / "ui" / "dist"
 
 
 def _env_name(flag: str) -> str:
@@ -162,6 +164,8 @@ def _frontend_parser(sub) -> None:
                        "one address.")
     p.address("--http-address", "HTTP listen address", ":8080")
     p.add("--querier.url", "the querier's HTTP base URL", dest="querier_url", default="http://127.0.0.1:4200")
+    p.add("--collector.url", "the collector's HTTP base URL, for /api/v1/targets (the UI's Targets page)",
+          dest="collector_url", default=None)
     p.add("--ui.dir", "the UI build (index.html, assets/); without one a page points at the API", dest="ui_dir",
           default=str(DEFAULT_UI_DIR))
     _common_flags(p)
@@ -357,13 +361,14 @@ def run_all(args: argparse.Namespace) -> int:
 def run_frontend(args: argparse.Namespace) -> int:
     import httpx
 
-    from flamewatch.frontend.service import api_proxy_router, ui_router
+    from flamewatch.frontend.service import api_proxy_router, collector_proxy_router, ui_router
 
     async def main(stack: contextlib.AsyncExitStack) -> None:
         listeners = _listen(stack, args.http_address, None)
         client = httpx.AsyncClient(timeout=600)
         stack.push_async_callback(client.aclose)
-        routers = [api_proxy_router(args.querier_url, client), ui_router(Path(args.ui_dir))]
+        targets = [collector_proxy_router(args.collector_url, client)] if args.collector_url else []
+        routers = [*targets, api_proxy_router(args.querier_url, client), ui_router(Path(args.ui_dir))]
         await _serve(args, listeners, routers, None, ready=upstream_readiness("querier", args.querier_url))
 
     return _run(main)

@@ -42,6 +42,8 @@ REQUIRED_MARKERS = {
     "go_profile_files": "go",
     "_go_workload": "go",
     "_go_capture": "go",
+    "flamewatch_ui": "browser",
+    "chromium": "browser",
 }
 
 

@@ -2,8 +2,8 @@
 
 Inputs: the UI build (`index.html` and `assets/`, made by the UI's build), and the querier's HTTP API.
 Outputs: `/` (the UI, or a page pointing at the API while no UI is built), `/assets/*`, and `/api/*`
-proxied with its query string and tenant header. In `flamewatch all` the API is served by the same
-process, so only the UI routes are mounted.
+proxied with its query string and tenant header (`/api/v1/targets` to the collector when one is given).
+In `flamewatch all` the API is served by the same process, so only the UI routes are mounted.
 """
 
 from __future__ import annotations
@@ -55,10 +55,25 @@ def api_proxy_router(querier_url: str, client: httpx.AsyncClient) -> APIRouter:
 
     @router.api_route("/api/{path:path}", methods=["GET", "POST"], include_in_schema=False)
     async def proxy(path: str, request: Request) -> Response:
-        headers = {k: v for k, v in request.headers.items() if k.lower() in _FORWARDED_HEADERS}
-        upstream = await client.request(request.method, f"{querier_url.rstrip('/')}/api/{path}",
-                                        params=request.query_params, headers=headers, content=await request.body())
-        kept = {k: v for k, v in upstream.headers.items() if k.lower() in ("content-type", "content-disposition")}
-        return Response(upstream.content, status_code=upstream.status_code, headers=kept)
+        return await _forward(client, f"{querier_url.rstrip('/')}/api/{path}", request)
 
     return router
+
+
+def collector_proxy_router(collector_url: str, client: httpx.AsyncClient) -> APIRouter:
+    """`/api/v1/targets` passed to the collector (mounted before the querier's `/api/*`)."""
+    router = APIRouter()
+
+    @router.get("/api/v1/targets", include_in_schema=False)
+    async def targets(request: Request) -> Response:
+        return await _forward(client, f"{collector_url.rstrip('/')}/api/v1/targets", request)
+
+    return router
+
+
+async def _forward(client: httpx.AsyncClient, url: str, request: Request) -> Response:
+    headers = {k: v for k, v in request.headers.items() if k.lower() in _FORWARDED_HEADERS}
+    upstream = await client.request(request.method, url, params=request.query_params, headers=headers,
+                                    content=await request.body())
+    kept = {k: v for k, v in upstream.headers.items() if k.lower() in ("content-type", "content-disposition")}
+    return Response(upstream.content, status_code=upstream.status_code, headers=kept)

@@ -193,6 +193,8 @@ def _bucket_totals(rows: ProfileRows, group: np.ndarray, bucket: np.ndarray, n_g
         values = np.bincount(inverse.reshape(-1), weights=values) / counts
         group, bucket = uniq[:, 0], uniq[:, 1]
     keys = np.stack([group, bucket], axis=1)
-    uniq, inverse = np.unique(keys, axis=0, return_inverse=True) if len(keys) else (np.zeros((0, 2), np.int64), [])
+    # No rows: an empty int index, since bincount refuses the float array np.asarray([]) would be.
+    uniq, inverse = (np.unique(keys, axis=0, return_inverse=True) if len(keys)
+                     else (np.zeros((0, 2), np.int64), np.zeros(0, np.int64)))
     sums = np.bincount(np.asarray(inverse).reshape(-1), weights=values, minlength=len(uniq))
     return [(uniq[uniq[:, 0] == g, 1], sums[uniq[:, 0] == g]) for g in range(n_groups)]

@@ -111,11 +111,12 @@ def pools(url: str) -> set[str]:
 
 
 @pytest.fixture
-def frontend(cluster: Cluster, tmp_path: Path):
+def frontend(cluster: Cluster, collector, tmp_path: Path):
     port = free_port()
     with (tmp_path / "frontend.log").open("wb") as log:
         process = subprocess.Popen([str(FLAMEWATCH), "frontend", "--http-address", f"127.0.0.1:{port}",
-                                    "--querier.url", cluster.querier_url, "--ui.dir", str(tmp_path / "no-ui")],
+                                    "--querier.url", cluster.querier_url, "--collector.url", collector[0],
+                                    "--ui.dir", str(tmp_path / "no-ui")],
                                    stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -143,6 +144,8 @@ def test_four_services_as_processes_answer_through_the_frontend(cluster: Cluster
     metrics = httpx.get(cluster.querier_url + "/metrics").text
     assert 'flamewatch_query_seconds_count{kind="flamegraph"}' in metrics
     assert 'flamewatch_request_errors_total{code="INVALID_ARGUMENT"}' in metrics
+    targets = httpx.get(frontend + "/api/v1/targets").json()["data"]["activeTargets"]  # from the collector
+    assert {t["scrapePool"] for t in targets} == {"demo"}
     page = httpx.get(frontend + "/")
     assert page.status_code == 200 and "The web UI is not built" in page.text
     assert httpx.get(frontend + "/assets/../../etc/passwd").status_code == 404

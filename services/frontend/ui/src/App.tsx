@@ -1,0 +1,150 @@
+// The page: state from the URL, the query bar, and the view it names (explore, compare, targets).
+
+import { useCallback, useEffect, useMemo, useState } from "react";
+import { api } from "./api/client";
+import type { ProfileType } from "./api/types";
+import { ComparePage } from "./components/ComparePage";
+import { ExplorePage } from "./components/ExplorePage";
+import { RangePicker } from "./components/RangePicker";
+import { SelectorInput } from "./components/SelectorInput";
+import { Empty, ErrorBox, Spinner } from "./components/Status";
+import { TargetsPage } from "./components/TargetsPage";
+import { useApi } from "./components/useApi";
+import { parseTypeId, readableTypeName, sortTypes } from "./flamegraph/profileTypes";
+import { isMinorChange, parseState, stateToSearch, type UiState, type View } from "./state/url";
+
+const REFRESH_CHOICES: [string, string][] = [["", "off"], ["10s", "10s"], ["30s", "30s"], ["1m", "1m"], ["5m", "5m"]];
+const REFRESH_MS: Record<string, number> = { "10s": 10e3, "30s": 30e3, "1m": 60e3, "5m": 300e3 };
+const PREFERRED_TYPE = "process_cpu:cpu:nanoseconds:cpu:nanoseconds";
+// Flamewatch profiles itself; a first visit opens another service (the program being watched) when there is one.
+const SELF_SERVICE = "flamewatch";
+
+function useUrlState(): [UiState, (patch: Partial<UiState>, replace?: boolean) => void] {
+  const [state, setState] = useState(() => parseState(window.location.search));
+  useEffect(() => {
+    const onPop = () => setState(parseState(window.location.search));
+    window.addEventListener("popstate", onPop);
+    return () => window.removeEventListener("popstate", onPop);
+  }, []);
+  const update = useCallback((patch: Partial<UiState>, replace = false) => {
+    setState((before) => {
+      const after = { ...before, ...patch };
+      const url = `${window.location.pathname}${stateToSearch(after)}`;
+      if (replace || isMinorChange(before, after)) window.history.replaceState(null, "", url);
+      else window.history.pushState(null, "", url);
+      return after;
+    });
+  }, []);
+  return [state, update];
+}
+
+function useTheme(): ["light" | "dark", () => void] {
+  const [theme, setTheme] = useState<"light" | "dark">(() => {
+    const saved = localStorage.getItem("flamewatch-theme");
+    if (saved === "light" || saved === "dark") return saved;
+    return window.matchMedia?.("(prefers-color-scheme: dark)").matches ? "dark" : "light";
+  });
+  useEffect(() => {
+    document.documentElement.dataset.theme = theme;
+  }, [theme]);
+  const toggle = () => setTheme((t) => {
+    const next = t === "dark" ? "light" : "dark";
+    localStorage.setItem("flamewatch-theme", next);
+    return next;
+  });
+  return [theme, toggle];
+}
+
+function useTick(refresh: string): [number, () => void] {
+  const [tick, setTick] = useState(0);
+  useEffect(() => {
+    const ms = REFRESH_MS[refresh];
+    if (!ms) return;
+    const timer = setInterval(() => setTick((t) => t + 1), ms);
+    return () => clearInterval(timer);
+  }, [refresh]);
+  return [tick, () => setTick((t) => t + 1)];
+}
+
+export function App() {
+  const [state, update] = useUrlState();
+  const [theme, toggleTheme] = useTheme();
+  const [tick, refresh] = useTick(state.view === "targets" ? "10s" : state.refresh);
+  const range = { from: state.from, until: state.until };
+  const types = useApi((s) => api.profileTypes({ from: "now-7d", until: "now" }, s), `types|${tick}`);
+  const sorted = useMemo(() => sortTypes(types.data ?? []), [types.data]);
+  const type: ProfileType | null = sorted.find((t) => t.id === state.type) ?? parseTypeId(state.type);
+  const typeMatch = type ? `{__profile_type__="${type.id}"}` : "";
+  const labelNames = useApi((s) => api.labelNames(typeMatch, range, s), `${typeMatch}|${range.from}|${range.until}`);
+
+  // A first visit picks CPU and a service for the user; the URL then says what was picked.
+  useEffect(() => {
+    if (state.type || sorted.length === 0) return;
+    const pick = sorted.find((t) => t.id === PREFERRED_TYPE) ?? sorted[0];
+    const patch: Partial<UiState> = { type: pick.id };
+    api.labelValues("service_name", `{__profile_type__="${pick.id}"}`, range).then((services) => {
+      const service = services.find((s) => s !== SELF_SERVICE) ?? services[0];
+      if (!state.selector && service) patch.selector = `{service_name="${service}"}`;
+    }).catch(() => undefined).finally(() => update(patch, true));
+  }, [sorted, state.type]);
+
+  return (
+    <div className="app">
+      <header className="topbar">
+        <a className="brand" href="?">Flamewatch</a>
+        <nav aria-label="views">
+          {([["single", "Explore"], ["compare", "Compare"], ["targets", "Targets"]] as [View, string][]).map(([v, label]) => (
+            <button key={v} type="button" className={state.view === v ? "selected" : ""} aria-current={state.view === v ? "page" : undefined}
+              onClick={() => update({ view: v })}>{label}</button>
+          ))}
+        </nav>
+        <span className="spacer" />
+        <button type="button" onClick={toggleTheme} aria-label="toggle dark mode" title="light / dark">
+          {theme === "dark" ? "☀ Light" : "☾ Dark"}
+        </button>
+      </header>
+
+      {state.view !== "targets" && (
+        <div className="querybar">
+          <label className="type-picker">
+            <span className="visually-hidden">Profile type</span>
+            <select aria-label="profile type" value={type?.id ?? ""} onChange={(e) => update({ type: e.target.value, selFrom: "", selUntil: "", time: "" })}>
+              {!type && <option value="">{types.loading ? "loading…" : "no profile types"}</option>}
+              {type && !sorted.some((t) => t.id === type.id) && <option value={type.id}>{readableTypeName(type)}</option>}
+              {sorted.map((t) => <option key={t.id} value={t.id} title={t.id}>{readableTypeName(t)}</option>)}
+            </select>
+          </label>
+          {state.view === "single" && (
+            <>
+              <SelectorInput id="selector" value={state.selector} profileType={type?.id ?? ""} range={range}
+                onChange={(selector) => update({ selector, selFrom: "", selUntil: "", time: "" })} />
+              <RangePicker idPrefix="range" from={state.from} until={state.until}
+                onChange={(from, until) => update({ from, until, selFrom: "", selUntil: "", time: "" })} />
+            </>
+          )}
+          <button type="button" onClick={refresh} title="load again">↻ Refresh</button>
+          <label>
+            Auto{" "}
+            <select aria-label="auto-refresh" value={state.refresh} onChange={(e) => update({ refresh: e.target.value })}>
+              {REFRESH_CHOICES.map(([v, label]) => <option key={v} value={v}>{label}</option>)}
+            </select>
+          </label>
+        </div>
+      )}
+
+      <main>
+        {state.view === "targets" && <TargetsPage tick={tick} />}
+        {state.view !== "targets" && types.error && <ErrorBox title="The profile types could not be loaded" message={types.error} />}
+        {state.view !== "targets" && !type && types.loading && <Spinner label="Loading profile types…" />}
+        {state.view !== "targets" && !type && types.data?.length === 0 && (
+          <Empty>No profiles stored in the last 7 days yet. Scrapes land within a scrape interval: check <a href="?view=targets">Targets</a>.</Empty>
+        )}
+        {state.view === "single" && type && (
+          <ExplorePage state={state} type={type} labelNames={(labelNames.data ?? []).filter((n) => !n.startsWith("__"))}
+            tick={tick} theme={theme} update={update} />
+        )}
+        {state.view === "compare" && type && <ComparePage state={state} type={type} tick={tick} theme={theme} update={update} />}
+      </main>
+    </div>
+  );
+}

@@ -1,0 +1,117 @@
+// The one module that talks to the REST API under /api/v1: components never build URLs by hand.
+
+import type { DiffData, FlamegraphAnswer, ProfileType, RangeAnswer, Target } from "./types";
+
+/** An answer other than 2xx, carrying the server's own message. */
+export class ApiError extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+  ) {
+    super(message);
+    this.name = "ApiError";
+  }
+}
+
+export interface TimeRange {
+  from: string;
+  until: string;
+}
+
+/** A query: profile type id followed by a label selector, e.g. `process_cpu:…{job="demo"}`. */
+export function queryText(profileType: string, selector: string): string {
+  const s = selector.trim();
+  return `${profileType}${s === "" ? "{}" : s}`;
+}
+
+type Params = Record<string, string | number | string[] | undefined>;
+
+export function apiUrl(path: string, params: Params = {}): string {
+  const search = new URLSearchParams();
+  for (const [key, value] of Object.entries(params)) {
+    if (value === undefined || value === "") continue;
+    for (const v of Array.isArray(value) ? value : [value]) search.append(key, String(v));
+  }
+  const qs = search.toString();
+  return `/api/v1/${path}${qs ? `?${qs}` : ""}`;
+}
+
+async function getJson<T>(path: string, params: Params, signal?: AbortSignal): Promise<T> {
+  let response: Response;
+  try {
+    response = await fetch(apiUrl(path, params), { signal, headers: { accept: "application/json" } });
+  } catch (err) {
+    if ((err as Error).name === "AbortError") throw err;
+    throw new ApiError(`cannot reach the Flamewatch API: ${(err as Error).message}`, 0);
+  }
+  if (!response.ok) throw new ApiError(await errorMessage(response), response.status);
+  return (await response.json()) as T;
+}
+
+async function errorMessage(response: Response): Promise<string> {
+  const text = await response.text();
+  try {
+    const body = JSON.parse(text) as { error?: string; detail?: unknown };
+    if (body.error) return body.error;
+    if (body.detail) return typeof body.detail === "string" ? body.detail : JSON.stringify(body.detail);
+  } catch {
+    // not JSON: fall through to the raw text
+  }
+  return text.trim() || `${response.status} ${response.statusText}`;
+}
+
+export const api = {
+  profileTypes: (range: TimeRange, signal?: AbortSignal) =>
+    getJson<{ data: ProfileType[] }>("profile_types", { from: range.from, until: range.until }, signal).then(
+      (a) => a.data,
+    ),
+
+  labelNames: (match: string, range: TimeRange, signal?: AbortSignal) =>
+    getJson<{ data: string[] }>("labels", { "match[]": match, from: range.from, until: range.until }, signal).then(
+      (a) => a.data,
+    ),
+
+  labelValues: (name: string, match: string, range: TimeRange, signal?: AbortSignal) =>
+    getJson<{ data: string[] }>(
+      `label/${encodeURIComponent(name)}/values`,
+      { "match[]": match, from: range.from, until: range.until },
+      signal,
+    ).then((a) => a.data),
+
+  queryRange: (query: string, range: TimeRange, groupBy: string, signal?: AbortSignal) =>
+    getJson<RangeAnswer>(
+      "query_range",
+      { query, from: range.from, until: range.until, group_by: groupBy || undefined },
+      signal,
+    ),
+
+  flamegraph: (query: string, range: TimeRange, maxNodes: number, time?: number, signal?: AbortSignal) =>
+    getJson<FlamegraphAnswer>(
+      "query",
+      { query, from: range.from, until: range.until, time, format: "flamegraph", max_nodes: maxNodes },
+      signal,
+    ),
+
+  diff: (left: { query: string; range: TimeRange }, right: { query: string; range: TimeRange }, maxNodes: number,
+    signal?: AbortSignal) =>
+    getJson<{ flamegraph: DiffData }>(
+      "diff",
+      {
+        left_query: left.query,
+        left_from: left.range.from,
+        left_until: left.range.until,
+        right_query: right.query,
+        right_from: right.range.from,
+        right_until: right.range.until,
+        max_nodes: maxNodes,
+      },
+      signal,
+    ).then((a) => a.flamegraph),
+
+  targets: (signal?: AbortSignal) =>
+    getJson<{ data: { activeTargets: Target[] } }>("targets", {}, signal).then((a) => a.data.activeTargets),
+
+  /** The merge as gzipped pprof, for a download link (opens in `go tool pprof`). */
+  pprofUrl: (query: string, range: TimeRange, time?: number) =>
+    apiUrl("query", { query, from: range.from, until: range.until, time, format: "pprof" }),
+};

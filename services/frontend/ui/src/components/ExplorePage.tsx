@@ -1,0 +1,108 @@
+// One selection: the timeline of its totals and the flamegraph of the range (or the dragged part of
+// it, or the one profile clicked).
+
+import { useCallback, useMemo } from "react";
+import { api, queryText, type TimeRange } from "../api/client";
+import type { ProfileType } from "../api/types";
+import { toProfile } from "../flamegraph/convert";
+import { formatValue } from "../flamegraph/profileTypes";
+import { compareSides } from "../state/compare";
+import type { UiState } from "../state/url";
+import { describeRange, formatLocal, resolveTime } from "../state/time";
+import { FlamegraphView, MaxNodesControl } from "./FlamegraphView";
+import { Empty, ErrorBox, Spinner } from "./Status";
+import { Timeline } from "./Timeline";
+import { useApi } from "./useApi";
+
+interface Props {
+  state: UiState;
+  type: ProfileType;
+  labelNames: string[];
+  tick: number;
+  theme: "light" | "dark";
+  update: (patch: Partial<UiState>) => void;
+}
+
+export function ExplorePage({ state, type, labelNames, tick, theme, update }: Props) {
+  const query = queryText(type.id, state.selector);
+  const range: TimeRange = { from: state.from, until: state.until };
+  const merged: TimeRange = state.selFrom && state.selUntil ? { from: state.selFrom, until: state.selUntil } : range;
+  const time = state.time ? Number(state.time) : undefined;
+  const now = useMemo(() => Date.now(), [tick, state.from, state.until]);
+
+  const totals = useApi((s) => api.queryRange(query, range, state.groupBy, s),
+    `${query}|${range.from}|${range.until}|${state.groupBy}|${tick}`);
+  const flame = useApi((s) => api.flamegraph(query, merged, state.maxNodes, time, s),
+    `${query}|${merged.from}|${merged.until}|${state.time}|${state.maxNodes}|${tick}`);
+  const profile = useMemo(() => (flame.data ? toProfile(flame.data.flamegraph, type) : null), [flame.data, type]);
+  const onSearch = useCallback((search: string) => update({ search }), [update]);
+
+  const hasPoints = totals.data?.series.some((s) => s.points.length > 0) ?? false;
+  const what = time !== undefined
+    ? `the profile nearest ${formatLocal(time)}`
+    : state.selFrom ? `selection ${describeRange(state.selFrom, state.selUntil, now)}` : describeRange(state.from, state.until, now);
+
+  return (
+    <>
+      <section className="panel" aria-label="timeline">
+        <div className="panel-head">
+          <h2>Totals over time</h2>
+          <label>
+            Group by{" "}
+            <select aria-label="group by" value={state.groupBy} onChange={(e) => update({ groupBy: e.target.value })}>
+              <option value="">(sum)</option>
+              {labelNames.map((n) => <option key={n} value={n}>{n}</option>)}
+            </select>
+          </label>
+          <span className="muted hint">drag to merge a range · click a point for its profile</span>
+        </div>
+        {totals.error && <ErrorBox title="The timeline could not be loaded" message={totals.error} />}
+        {!totals.error && totals.loading && !totals.data && <Spinner label="Loading totals…" />}
+        {totals.data?.warnings.map((w) => <div key={w} className="status warning">{w}</div>)}
+        {totals.data && !hasPoints && !totals.error && (
+          <Empty>No profiles match in this range: widen it, change the selector, or check <a href="?view=targets">Targets</a>.</Empty>
+        )}
+        {totals.data && hasPoints && (
+          <Timeline
+            series={totals.data.series}
+            unit={type.sample_unit}
+            fromMs={resolveTime(state.from, now)}
+            untilMs={resolveTime(state.until, now)}
+            selection={state.selFrom ? [Number(state.selFrom), Number(state.selUntil)] : time !== undefined ? [time, time] : null}
+            onSelect={(lo, hi) => update({ selFrom: String(lo), selUntil: String(hi), time: "" })}
+            onPoint={(ms) => update({ time: String(ms), selFrom: "", selUntil: "" })}
+            theme={theme}
+          />
+        )}
+      </section>
+
+      <section className="panel" aria-label="flamegraph">
+        <div className="panel-head">
+          <h2>Flamegraph</h2>
+          <span className="muted" data-testid="flamegraph-scope">
+            {flame.data ? `${flame.data.profiles} profile${flame.data.profiles === 1 ? "" : "s"}, ` : ""}{what}
+            {flame.data ? `, total ${formatValue(flame.data.flamegraph.total, type.sample_unit)}` : ""}
+          </span>
+          {(state.selFrom || state.time) && (
+            <button type="button" onClick={() => update({ selFrom: "", selUntil: "", time: "" })}>Whole range</button>
+          )}
+          <span className="spacer" />
+          <MaxNodesControl value={state.maxNodes} onChange={(maxNodes) => update({ maxNodes })}
+            shown={flame.data ? flame.data.flamegraph.levels.reduce((n, l) => n + l.length / 4, 0) : 0} />
+          <a className="button" href={api.pprofUrl(query, merged, time)} download={`${type.name}.pb.gz`}
+            title="the merge shown, as gzipped pprof (go tool pprof reads it)">Download pprof</a>
+          <button type="button" onClick={() => update({ view: "compare", ...compareSides(state, now) })}>Compare…</button>
+        </div>
+        {flame.error && <ErrorBox title="The flamegraph could not be loaded" message={flame.error} />}
+        {!flame.error && flame.loading && <Spinner label="Merging profiles…" />}
+        {flame.data && flame.data.profiles === 0 && (
+          <Empty>No profiles in this range: widen it, or check <a href="?view=targets">Targets</a>.</Empty>
+        )}
+        {flame.data && profile && flame.data.profiles > 0 && (
+          <FlamegraphView data={flame.data.flamegraph} profile={profile} unit={type.sample_unit}
+            search={state.search} onSearch={onSearch} theme={theme} />
+        )}
+      </section>
+    </>
+  );
+}

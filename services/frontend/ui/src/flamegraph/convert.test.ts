@@ -1,0 +1,94 @@
+import { describe, expect, it } from "vitest";
+import type { FlamegraphData, ProfileType } from "../api/types";
+import { nodeCount, searchShare, toDiffProfile, toProfile } from "./convert";
+import { formatValue, parseTypeId, readableTypeName, valueUnits } from "./profileTypes";
+
+const CPU = parseTypeId("process_cpu:cpu:nanoseconds:cpu:nanoseconds") as ProfileType;
+
+// total(100) → main(90) → { a(30, self 30), b(60) → a(20, self 20), other self 40 }; root self 10.
+// Names sorted as the API sends them; levels in the delta encoding.
+const TREE: FlamegraphData = {
+  names: ["a", "b", "main", "total"],
+  levels: [
+    [0, 100, 10, 3],
+    [0, 90, 0, 2],
+    [0, 30, 30, 0, 0, 60, 40, 1],
+    [30, 20, 20, 0],
+  ],
+  total: 100,
+  max_self: 40,
+};
+
+describe("toProfile", () => {
+  it("keeps names, levels and totals and names the units the library formats", () => {
+    const p = toProfile(TREE, CPU);
+    expect(p.flamebearer).toEqual({ names: TREE.names, levels: TREE.levels, numTicks: 100, maxSelf: 40 });
+    expect(p.metadata).toMatchObject({ format: "single", units: "samples", sampleRate: 1e9 });
+  });
+
+  it("hands the library copies of the levels, which it decodes in place", () => {
+    const p = toProfile(TREE, CPU);
+    p.flamebearer.levels[3][0] = 999;
+    expect(TREE.levels[3][0]).toBe(30);
+  });
+
+  it("marks a diff as the double format with both sides' totals", () => {
+    const diff = { names: ["total"], levels: [[0, 5, 5, 0, 7, 7, 0]], total: 12, max_self: 7, left_ticks: 5, right_ticks: 7 };
+    const p = toDiffProfile(diff, CPU);
+    expect(p.metadata.format).toBe("double");
+    expect([p.leftTicks, p.rightTicks, p.flamebearer.numTicks]).toEqual([5, 7, 12]);
+  });
+});
+
+describe("searchShare", () => {
+  it("adds separate matches: a beside b and a under b", () => {
+    const named = { ...TREE, names: ["fa", "fb", "main", "root"] };
+    expect(searchShare(named, "fa")).toEqual({ matches: 2, value: 50, share: 0.5 });
+  });
+
+  it("ignores case", () => {
+    const named = { ...TREE, names: ["fa", "fb", "main", "root"] };
+    expect(searchShare(named, "FA")).toMatchObject({ matches: 2, value: 50 });
+  });
+
+  it("does not count a match inside a match twice", () => {
+    expect(searchShare(TREE, "b").value).toBe(60);
+    // "f" is in fmain, fa, fb and the fa under fb: fmain holds them all.
+    const nested = { ...TREE, names: ["fa", "fb", "fmain", "root"] };
+    expect(searchShare(nested, "f")).toMatchObject({ matches: 4, value: 90, share: 0.9 });
+    // "a" is in "main" and "total" too: the root holds every other match.
+    expect(searchShare(TREE, "a")).toMatchObject({ matches: 4, value: 100, share: 1 });
+  });
+
+  it("is empty for an empty query or an empty profile", () => {
+    expect(searchShare(TREE, "  ")).toEqual({ matches: 0, value: 0, share: 0 });
+    expect(searchShare({ ...TREE, total: 0 }, "a").share).toBe(0);
+  });
+});
+
+describe("nodeCount", () => {
+  it("counts nodes of either encoding", () => {
+    expect(nodeCount(TREE)).toBe(5);
+    expect(nodeCount({ ...TREE, levels: [[0, 1, 1, 0, 1, 1, 0]] }, 7)).toBe(1);
+  });
+});
+
+describe("profile types", () => {
+  it("reads as people name them", () => {
+    expect(readableTypeName(CPU)).toBe("CPU");
+    expect(readableTypeName(parseTypeId("memory:alloc_space:bytes:space:bytes")!)).toBe("Memory allocated (bytes)");
+    expect(readableTypeName(parseTypeId("wall:wall:nanoseconds:wall:nanoseconds")!)).toBe("wall wall (nanoseconds)");
+  });
+
+  it("refuses an id without five parts", () => {
+    expect(parseTypeId("process_cpu:cpu")).toBeNull();
+  });
+
+  it("formats values in the type's unit", () => {
+    expect(valueUnits(parseTypeId("mutex:delay:nanoseconds:contentions:count")!).units).toBe("lock_nanoseconds");
+    expect(formatValue(2.5e9, "nanoseconds")).toBe("2.5 s");
+    expect(formatValue(90e9, "nanoseconds")).toBe("1.5 min");
+    expect(formatValue(3 * 1024 * 1024, "bytes")).toBe("3 MiB");
+    expect(formatValue(12345, "count")).toBe("12,345");
+  });
+});

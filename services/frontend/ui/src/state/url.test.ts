@@ -1,0 +1,101 @@
+import { describe, expect, it } from "vitest";
+import { compareSides } from "./compare";
+import { applyCompletion, completionAt } from "./selector";
+import { resolveTime } from "./time";
+import { DEFAULT_STATE, isMinorChange, parseState, stateToSearch, type UiState } from "./url";
+
+describe("URL state", () => {
+  it("leaves defaults out, so a fresh page has a bare URL", () => {
+    expect(stateToSearch(DEFAULT_STATE)).toBe("");
+    expect(parseState("")).toEqual(DEFAULT_STATE);
+  });
+
+  it("round-trips every field, the comparison's sides included", () => {
+    const state: UiState = {
+      ...DEFAULT_STATE,
+      view: "compare",
+      type: "process_cpu:cpu:nanoseconds:cpu:nanoseconds",
+      selector: '{service_name="demo", version=~"1\\\\.4.*"}',
+      from: "1700000000000",
+      until: "now-5m",
+      groupBy: "instance",
+      selFrom: "1700000100000",
+      selUntil: "1700000200000",
+      time: "1700000150000",
+      search: "main.fib & co",
+      maxNodes: 32768,
+      refresh: "30s",
+      left: { selector: '{version="1.4"}', from: "now-2h", until: "now-1h" },
+      right: { selector: '{version="1.5"}', from: "now-1h", until: "now" },
+    };
+    expect(parseState(stateToSearch(state))).toEqual(state);
+  });
+
+  it("ignores unknown views and bad numbers", () => {
+    const s = parseState("?view=nonsense&max_nodes=-4");
+    expect(s.view).toBe("single");
+    expect(s.maxNodes).toBe(DEFAULT_STATE.maxNodes);
+  });
+
+  it("treats search and auto-refresh as refinements, not history steps", () => {
+    expect(isMinorChange(DEFAULT_STATE, { ...DEFAULT_STATE, search: "fib" })).toBe(true);
+    expect(isMinorChange(DEFAULT_STATE, { ...DEFAULT_STATE, refresh: "10s" })).toBe(true);
+    expect(isMinorChange(DEFAULT_STATE, { ...DEFAULT_STATE, from: "now-6h" })).toBe(false);
+  });
+});
+
+describe("selector completion", () => {
+  it("offers label names after { and ,", () => {
+    expect(completionAt("{", 1)).toEqual({ kind: "name", prefix: "", start: 1 });
+    expect(completionAt('{job="a", ins', 13)).toEqual({ kind: "name", prefix: "ins", start: 10 });
+  });
+
+  it("offers values after an operator and an opening quote", () => {
+    expect(completionAt('{job="de', 8)).toEqual({ kind: "value", name: "job", prefix: "de", start: 6 });
+    expect(completionAt('{job!~"', 7)).toMatchObject({ kind: "value", name: "job", prefix: "" });
+  });
+
+  it("offers nothing outside the braces or inside a finished value", () => {
+    expect(completionAt("job", 3)).toBeNull();
+    expect(completionAt('{job="demo"}', 12)).toBeNull();
+  });
+
+  it("inserts a name with its operator, and a value with its closing quote", () => {
+    const name = applyCompletion("{se", 3, completionAt("{se", 3)!, "service_name");
+    expect(name).toEqual({ text: '{service_name="', cursor: 15 });
+    const value = applyCompletion('{service_name="de}', 17, completionAt('{service_name="de}', 17)!, "demo");
+    expect(value.text).toBe('{service_name="demo"}');
+  });
+});
+
+describe("resolveTime", () => {
+  const now = Date.UTC(2026, 0, 1);
+  it("reads the forms the API reads", () => {
+    expect(resolveTime("now", now)).toBe(now);
+    expect(resolveTime("now-1h", now)).toBe(now - 3600e3);
+    expect(resolveTime("1700000000", now)).toBe(1700000000e3);
+    expect(resolveTime("1700000000000", now)).toBe(1700000000000);
+    expect(resolveTime("2026-01-01T00:00:00Z", now)).toBe(now);
+    expect(resolveTime("tomorrow", now)).toBeNaN();
+  });
+});
+
+describe("compareSides", () => {
+  const now = Date.UTC(2026, 0, 1, 12);
+  it("splits the range in halves when nothing is selected", () => {
+    const state = { ...DEFAULT_STATE, selector: '{job="a"}', from: "now-1h", until: "now" };
+    const middle = String(now - 1800e3);
+    expect(compareSides(state, now)).toEqual({
+      left: { selector: '{job="a"}', from: String(now - 3600e3), until: middle },
+      right: { selector: '{job="a"}', from: middle, until: String(now) },
+    });
+  });
+
+  it("compares the dragged selection against the whole range", () => {
+    const state = { ...DEFAULT_STATE, selFrom: "100", selUntil: "200" };
+    expect(compareSides(state, now)).toEqual({
+      left: { selector: "", from: "100", until: "200" },
+      right: { selector: "", from: "now-1h", until: "now" },
+    });
+  });
+});

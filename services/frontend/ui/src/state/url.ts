@@ -1,0 +1,111 @@
+// Everything the user picked, as URL query parameters: a link reproduces the view, and each change
+// that is worth going back to is a browser history entry.
+
+export type View = "single" | "compare" | "targets";
+
+export interface Side {
+  selector: string;
+  from: string;
+  until: string;
+}
+
+export interface UiState {
+  view: View;
+  /** Profile type id; empty until the API lists types (then the first, CPU when present). */
+  type: string;
+  selector: string;
+  from: string;
+  until: string;
+  groupBy: string;
+  /** A sub-range dragged on the timeline (epoch ms as text), merged instead of the whole range. */
+  selFrom: string;
+  selUntil: string;
+  /** A single profile picked on the timeline (epoch ms). */
+  time: string;
+  search: string;
+  maxNodes: number;
+  refresh: string;
+  left: Side;
+  right: Side;
+}
+
+export const DEFAULT_MAX_NODES = 8192;
+
+export const DEFAULT_STATE: UiState = {
+  view: "single",
+  type: "",
+  selector: "",
+  from: "now-1h",
+  until: "now",
+  groupBy: "",
+  selFrom: "",
+  selUntil: "",
+  time: "",
+  search: "",
+  maxNodes: DEFAULT_MAX_NODES,
+  refresh: "",
+  left: { selector: "", from: "now-1h", until: "now-30m" },
+  right: { selector: "", from: "now-30m", until: "now" },
+};
+
+const VIEWS: View[] = ["single", "compare", "targets"];
+
+// Plain fields and their query parameter names; the sides of a comparison are l_* and r_*.
+const FIELDS = [
+  ["type", "type"],
+  ["selector", "query"],
+  ["from", "from"],
+  ["until", "until"],
+  ["groupBy", "group_by"],
+  ["selFrom", "sel_from"],
+  ["selUntil", "sel_until"],
+  ["time", "time"],
+  ["search", "search"],
+  ["refresh", "refresh"],
+] as const;
+
+const SIDE_FIELDS = [
+  ["selector", "query"],
+  ["from", "from"],
+  ["until", "until"],
+] as const;
+
+export function parseState(search: string): UiState {
+  const p = new URLSearchParams(search);
+  const state: UiState = { ...DEFAULT_STATE, left: { ...DEFAULT_STATE.left }, right: { ...DEFAULT_STATE.right } };
+  const view = p.get("view") as View | null;
+  if (view && VIEWS.includes(view)) state.view = view;
+  for (const [field, param] of FIELDS) state[field] = p.get(param) ?? DEFAULT_STATE[field];
+  for (const [side, prefix] of [["left", "l_"], ["right", "r_"]] as const) {
+    for (const [field, param] of SIDE_FIELDS) state[side][field] = p.get(prefix + param) ?? DEFAULT_STATE[side][field];
+  }
+  const maxNodes = Number(p.get("max_nodes"));
+  if (Number.isInteger(maxNodes) && maxNodes > 0) state.maxNodes = maxNodes;
+  return state;
+}
+
+/** The query string for a state; fields at their defaults are left out so links stay short. */
+export function stateToSearch(state: UiState): string {
+  const p = new URLSearchParams();
+  if (state.view !== DEFAULT_STATE.view) p.set("view", state.view);
+  for (const [field, param] of FIELDS) if (state[field] !== DEFAULT_STATE[field]) p.set(param, state[field]);
+  if (state.maxNodes !== DEFAULT_STATE.maxNodes) p.set("max_nodes", String(state.maxNodes));
+  if (state.view === "compare") {
+    for (const [side, prefix] of [["left", "l_"], ["right", "r_"]] as const) {
+      for (const [field, param] of SIDE_FIELDS) {
+        if (state[side][field] !== DEFAULT_STATE[side][field]) p.set(prefix + param, state[side][field]);
+      }
+    }
+  }
+  const text = p.toString();
+  return text ? `?${text}` : "";
+}
+
+/**
+ * Changes that only refine what is shown (search text typed, auto-refresh) replace the current history
+ * entry; everything else adds one, so the back button steps through what the user looked at.
+ */
+export function isMinorChange(before: UiState, after: UiState): boolean {
+  const strip = (s: UiState) => stateToSearch({ ...s, search: "", refresh: "" });
+  return strip(before) === strip(after);
+}

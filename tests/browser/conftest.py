@@ -1,0 +1,136 @@
+"""Browser tests: `flamewatch all` on free ports scraping a real Go program, and Debian's chromium driven
+by Playwright (no browser download). Each test gets a fresh page at 1280×800 and leaves a screenshot
+under .cache/screenshots/ named after it."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+from e2e.cluster import FLAMEWATCH
+from infra import gotargets
+from infra.ports import free_port
+
+CHROMIUM = Path("/usr/bin/chromium")
+# Without the background-networking flags chromium's own connections are refused by a closed network.
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+SCREENSHOTS = Path(__file__).resolve().parents[2] / ".cache" / "screenshots"
+UI_INDEX = Path(__file__).resolve().parents[2] / "services" / "frontend" / "ui" / "dist" / "index.html"
+CPU = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
+HOT_FUNCTION = "main.cpuFibonacci"
+SCRAPE_INTERVAL_S = 2
+CONFIG = """
+scrape_configs:
+  - job_name: demo
+    scrape_interval: {interval}s
+    static_configs: [{{targets: ["{demo}"], labels: {{service_name: demo}}}}]
+    profiling_config:
+      pprof_config:
+        mutex: {{enabled: false}}
+        block: {{enabled: false}}
+"""
+
+
+@dataclass(frozen=True)
+class Served:
+    url: str
+    started_ms: int
+
+
+def _wait_for(check, timeout_s: float, what: str, log: Path) -> object:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            result = check()
+        except httpx.HTTPError:
+            result = None
+        if result:
+            return result
+        time.sleep(0.5)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}\n{log.read_text()[-4000:]}")
+
+
+def _demo_cpu_points(url: str) -> int:
+    # The step the UI asks for over 15 minutes (the API's default: 10 s).
+    r = httpx.get(url + "/api/v1/query_range", params={"query": CPU + '{service_name="demo"}', "from": "now-15m"},
+                  timeout=30)
+    return sum(len(s["points"]) for s in r.json()["series"]) if r.status_code == 200 else 0
+
+
+def _hot_function_seen(url: str) -> bool:
+    r = httpx.get(url + "/api/v1/query", params={"query": CPU + '{service_name="demo"}', "from": "now-10m",
+                                                 "format": "top", "max_nodes": "1000"}, timeout=30)
+    return r.status_code == 200 and any(e["name"] == HOT_FUNCTION for e in r.json()["top"]["entries"])
+
+
+@pytest.fixture(scope="module")
+def flamewatch_ui(_go_workload: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """`flamewatch all` serving the built UI, with a few CPU profiles of the Go program already stored."""
+    assert UI_INDEX.is_file(), f"no UI build at {UI_INDEX}: run `make ui`"
+    workdir = tmp_path_factory.mktemp("flamewatch-ui")
+    demo = gotargets.GoTarget(_go_workload, workdir / "demo.log")
+    demo.start()
+    http_port, grpc_port = free_port(), free_port()
+    url = f"http://127.0.0.1:{http_port}"
+    config = workdir / "flamewatch.yaml"
+    config.write_text(CONFIG.format(interval=SCRAPE_INTERVAL_S, demo=demo.addr))
+    log = workdir / "all.log"
+    started_ms = int(time.time() * 1000)
+    with log.open("ab") as out:
+        process = subprocess.Popen([str(FLAMEWATCH), "all", "--config.file", str(config), "--http-address",
+                                    f"127.0.0.1:{http_port}", "--grpc-address", f"127.0.0.1:{grpc_port}",
+                                    # tracing every allocation would slow each query down for nothing here
+                                    "--no-self-profiling.heap"],
+                                   cwd=workdir, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        _wait_for(lambda: _demo_cpu_points(url) >= 3, 240, "CPU profiles of the Go program in three steps", log)
+        _wait_for(lambda: _hot_function_seen(url), 60, f"{HOT_FUNCTION} in the stored profiles", log)
+        yield Served(url, started_ms)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        demo.stop()
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    assert CHROMIUM.is_file() or shutil.which("chromium"), "Debian's chromium is missing: run `make test`"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(chromium, request: pytest.FixtureRequest) -> Iterator[object]:
+    """A fresh page; its screenshot is saved whether the test passes or fails, and page errors fail it."""
+    context = chromium.new_context(viewport={"width": 1280, "height": 800}, accept_downloads=True)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.set_default_timeout(30_000)
+    try:
+        yield page
+    finally:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        name = re.sub(r"[^\w.-]+", "_", request.node.name)
+        try:
+            page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=False)
+        finally:
+            context.close()
+    assert not errors, f"errors in the page: {errors}"

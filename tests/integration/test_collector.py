@@ -49,6 +49,10 @@ async def collect(config, seconds: float, during=None):
             await asyncio.sleep(seconds / 2)
         else:
             await asyncio.sleep(seconds)
+        # On a loaded machine a target's first scrape may still be running: give it as long again.
+        deadline = asyncio.get_running_loop().time() + seconds
+        while any(s.health.health != "up" for s in scrapes.status()) and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.2)
         return delivered, scrapes.status()
     finally:
         task.cancel()

@@ -26,6 +26,7 @@ sys.path[:0] = [str(ROOT / "tests")]
 
 from infra import gotargets  # noqa: E402
 from infra.ports import free_port  # noqa: E402
+from infra.waiting import answers, wait_for  # noqa: E402
 
 FLAMEWATCH = ROOT / ".venv" / "bin" / "flamewatch"
 
@@ -64,18 +65,6 @@ def _bindable(port: int) -> bool:
             return False
 
 
-def wait_http(url: str, timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(url, timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
-    raise SystemExit(f"{url} did not answer")
-
-
 def measure(pid: int, seconds: float) -> tuple[float, float]:
     proc = psutil.Process(pid)
     start_cpu = sum(proc.cpu_times()[:2])
@@ -111,12 +100,12 @@ def main() -> None:
                                      "--log.level", "warning"], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         collector = None
         try:
-            wait_http(f"http://127.0.0.1:{ports[0]}/readyz")
+            wait_for(lambda: answers(f"http://127.0.0.1:{ports[0]}/readyz"), 60, "the ingester to be ready")
             collector = subprocess.Popen([str(FLAMEWATCH), "collector", "--config.file", str(config),
                                           "--ingester.address", f"127.0.0.1:{ports[1]}", "--http-address",
                                           f"127.0.0.1:{ports[2]}", "--no-self-profiling.heap", "--log.level",
                                           "warning"])
-            wait_http(f"http://127.0.0.1:{ports[2]}/readyz")
+            wait_for(lambda: answers(f"http://127.0.0.1:{ports[2]}/readyz"), 60, "the collector to be ready")
             time.sleep(12)  # one interval: every loop has started and set its delta base
             cpu, rss = measure(collector.pid, args.seconds)
             status = httpx.get(f"http://127.0.0.1:{ports[2]}/api/v1/targets").json()["data"]["activeTargets"]

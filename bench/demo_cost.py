@@ -47,6 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests")]
 
 from infra.ports import free_port  # noqa: E402
+from infra.waiting import answers, wait_for  # noqa: E402
 
 from flamewatch.pprof import decode, decompress  # noqa: E402
 
@@ -188,20 +189,6 @@ def config_for(variant: str, demo: str, http: str) -> str:
     return yaml.safe_dump(config, sort_keys=False)
 
 
-def wait_ready(url: str, proc: subprocess.Popen, timeout_s: float = 120) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"flamewatch exited with {proc.returncode} before it was ready")
-        try:
-            if httpx.get(url, timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
-    raise SystemExit(f"{url} did not answer within {timeout_s:.0f} s")
-
-
 def measure(variant: str, seconds: float, every: float, warmup: float, fixed_ports: bool, workdir: Path) -> Run:
     demo_addr, http, grpc = (("127.0.0.1:6060", "127.0.0.1:8080", "127.0.0.1:8081") if fixed_ports else
                              tuple(f"127.0.0.1:{free_port()}" for _ in range(3)))
@@ -216,7 +203,8 @@ def measure(variant: str, seconds: float, every: float, warmup: float, fixed_por
                                    "--log.level", "warning", *flags], stderr=(data / "flamewatch.log").open("w"))
     run = Run(variant)
     try:
-        wait_ready(f"http://{http}/readyz", flamewatch)
+        wait_for(lambda: answers(f"http://{http}/readyz"), 120, "flamewatch to be ready", process=flamewatch,
+                 interval_s=0.3)
         time.sleep(warmup)
         postmaster = postmaster_pid(data / "postgres")
         if postmaster is None:

@@ -34,6 +34,7 @@ sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "tests")]
 from infra.minio import MinioServer  # noqa: E402  (the same servers the tests start)
 from infra.ports import free_port  # noqa: E402
 from infra.postgres import fresh_database, server  # noqa: E402
+from infra.waiting import answers, wait_for  # noqa: E402
 from profiles import make_profile, make_program  # noqa: E402
 
 from flamewatch.api.flamewatch.v1 import ingest_pb2, ingest_pb2_grpc  # noqa: E402
@@ -65,20 +66,6 @@ def at_time(raw: bytes, time_ns: int) -> bytes:
 def start(args: list[str], log: Path) -> subprocess.Popen:
     return subprocess.Popen([str(ROOT / ".venv/bin/flamewatch"), *args], stdout=log.open("w"),
                             stderr=subprocess.STDOUT)
-
-
-def wait_ready(url: str, proc: subprocess.Popen, log: Path) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"process exited early:\n{log.read_text()}")
-        try:
-            if httpx.get(url + "/readyz", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise SystemExit(f"{url} not ready:\n{log.read_text()}")
 
 
 async def push_all(address: str, payloads: list[bytes], concurrency: int, batch: int) -> tuple[int, int, float]:
@@ -154,8 +141,10 @@ def main() -> None:
         querier = start(["querier", "--http-address", f"127.0.0.1:{ports[2]}", "--grpc-address",
                          f"127.0.0.1:{ports[3]}", *storage], tmp_path / "querier.log")
         try:
-            wait_ready(f"http://127.0.0.1:{ports[0]}", ingester, tmp_path / "ingester.log")
-            wait_ready(f"http://127.0.0.1:{ports[2]}", querier, tmp_path / "querier.log")
+            wait_for(lambda: answers(f"http://127.0.0.1:{ports[0]}/readyz"), 60, "the ingester to be ready",
+                     tmp_path / "ingester.log", ingester, interval_s=0.2)
+            wait_for(lambda: answers(f"http://127.0.0.1:{ports[2]}/readyz"), 60, "the querier to be ready",
+                     tmp_path / "querier.log", querier, interval_s=0.2)
             stored, nbytes, seconds = asyncio.run(push_all(f"127.0.0.1:{ports[1]}", payloads, args.concurrency,
                                                           args.batch))
             print(f"ingest ({args.concurrency} clients x {args.batch} pprofs per push): {args.profiles} pprofs "

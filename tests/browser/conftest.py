@@ -18,6 +18,7 @@ import pytest
 from e2e.cluster import FLAMEWATCH
 from infra import gotargets
 from infra.ports import free_port
+from infra.waiting import wait_for
 
 CHROMIUM = Path("/usr/bin/chromium")
 # Without the background-networking flags chromium's own connections are refused by a closed network.
@@ -44,19 +45,6 @@ scrape_configs:
 class Served:
     url: str
     started_ms: int
-
-
-def _wait_for(check, timeout_s: float, what: str, log: Path) -> object:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            result = check()
-        except httpx.HTTPError:
-            result = None
-        if result:
-            return result
-        time.sleep(0.5)
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}\n{log.read_text()[-4000:]}")
 
 
 def _demo_cpu_points(url: str) -> int:
@@ -92,8 +80,8 @@ def flamewatch_ui(_go_workload: Path, tmp_path_factory: pytest.TempPathFactory) 
                                     "--no-self-profiling.heap"],
                                    cwd=workdir, stdout=out, stderr=subprocess.STDOUT)
     try:
-        _wait_for(lambda: _demo_cpu_points(url) >= 3, 240, "CPU profiles of the Go program in three steps", log)
-        _wait_for(lambda: _hot_function_seen(url), 60, f"{HOT_FUNCTION} in the stored profiles", log)
+        wait_for(lambda: _demo_cpu_points(url) >= 3, 240, "CPU profiles of the Go program in three steps", log)
+        wait_for(lambda: _hot_function_seen(url), 60, f"{HOT_FUNCTION} in the stored profiles", log)
         yield Served(url, started_ms)
     finally:
         process.send_signal(signal.SIGTERM)

@@ -3,7 +3,6 @@ stopped with SIGTERM. `make run` itself is run by the README's test (`test_readm
 
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import httpx
@@ -11,6 +10,7 @@ import pytest
 from e2e.cluster import FLAMEWATCH
 from infra import gotargets
 from infra.ports import free_port
+from infra.waiting import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.go]
 
@@ -31,19 +31,6 @@ scrape_configs:
         mutex: {{enabled: false}}
         block: {{enabled: false}}
 """
-
-
-def wait_for(check, timeout_s: float, what: str, log: Path | None = None):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            result = check()
-        except httpx.HTTPError:
-            result = None
-        if result:
-            return result
-        time.sleep(0.5)
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}" + (f"\n{log.read_text()}" if log else ""))
 
 
 def top_names(url: str, query: str) -> set[str]:

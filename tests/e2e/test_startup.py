@@ -103,14 +103,16 @@ def running(tmp_path_factory: pytest.TempPathFactory):
     assert stop(process) == 0, (workdir / "all.log").read_text()
 
 
-def test_a_taken_grpc_port_is_refused_not_shared(running, tmp_path: Path):
+@pytest.mark.parametrize(("kind", "flag"), [("gRPC", "--grpc-address"), ("HTTP", "--http-address")])
+def test_a_taken_port_is_refused_before_storage_starts(running, tmp_path: Path, kind: str, flag: str):
     """gRPC's SO_REUSEPORT would let both bind and split the pushes between two stores."""
-    first_dir, first_http, grpc_port = running
-    result = flamewatch("all", "--http-address", f"127.0.0.1:{free_port()}", "--grpc-address",
-                        f"127.0.0.1:{grpc_port}", cwd=tmp_path)
+    _, http_port, grpc_port = running
+    taken = {"--http-address": http_port, "--grpc-address": grpc_port}
+    ports = {f: (port if f == flag else free_port()) for f, port in taken.items()}
+    result = flamewatch("all", *(a for f, port in ports.items() for a in (f, f"127.0.0.1:{port}")), cwd=tmp_path)
     assert one_line_error(result, "all") == (
-        f"cannot listen on 127.0.0.1:{grpc_port} (gRPC): the address is already in use (is another Flamewatch "
-        "running?); stop the other process or choose another port with --grpc-address")
+        f"cannot listen on 127.0.0.1:{taken[flag]} ({kind}): the address is already in use (is another "
+        f"Flamewatch running?); stop the other process or choose another port with {flag}")
     assert not postgres_running(tmp_path / "data")
     assert not (tmp_path / "data").exists(), "storage was opened before the ports were bound"
 
@@ -124,16 +126,6 @@ def test_every_push_to_the_grpc_port_reaches_the_one_instance(running, tmp_path:
     series = httpx.get(f"http://127.0.0.1:{first_http}/api/v1/series",
                        params={"match[]": '{service_name="pushed"}', "from": "now-1d"}, timeout=30).json()
     assert len(series["data"]) == 2
-
-
-def test_a_taken_http_port_is_refused_before_storage_starts(running, tmp_path: Path):
-    _, http_port, _ = running
-    result = flamewatch("all", "--http-address", f"127.0.0.1:{http_port}", "--grpc-address",
-                        f"127.0.0.1:{free_port()}", cwd=tmp_path)
-    assert one_line_error(result, "all") == (
-        f"cannot listen on 127.0.0.1:{http_port} (HTTP): the address is already in use (is another Flamewatch "
-        "running?); stop the other process or choose another port with --http-address")
-    assert not (tmp_path / "data").exists()
 
 
 @pytest.mark.parametrize(("command", "flag"), [("all", "--http-address"), ("querier", "--grpc-address"),

@@ -79,6 +79,7 @@ class BlockEntry:
     profile: TypedProfile
     time_ns: int
     duration_ns: int
+    content_hash: int = 0
 
 
 # ------------------------------------------------------------------------------------------ writing

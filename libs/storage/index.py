@@ -1,14 +1,16 @@
-"""The profile index in Postgres: series, blocks and one row per stored profile.
+"""The profile index in Postgres: series, blocks, and which profiles of which series each block holds.
 
-Writes happen in one transaction per block, after the block object is durable in the object store,
-so an index row never points at a missing object. Reads select series by label matchers and return
-profile rows as numpy columns.
+A block's profiles are indexed by one `block_series` row per series it holds, carrying that series'
+profile times, rows in the block, totals and content hashes as packed arrays: selection and time
+series read a few rows per series and block, never a row per profile. Writes happen in one
+transaction per block, after the block object is durable in the object store, so an index row never
+points at a missing object.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,6 +20,8 @@ from flamewatch.labels.selector import Matcher
 from flamewatch.storage.postgres import Database, ensure_day_partition
 
 _DAY_NS = 86_400 * 10**9
+# The packed arrays of a block_series row: big-endian, as Postgres' int8send/int4send write them.
+_TIME, _ROW, _TOTAL, _HASH = np.dtype(">i8"), np.dtype(">i4"), np.dtype(">i8"), np.dtype(">i8")
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,7 @@ class IndexEntry:
     time_ns: int
     row: int
     total: int
+    content_hash: int = 0
 
 
 @dataclass(frozen=True)
@@ -51,24 +56,82 @@ class Series:
 
 
 def commit_block(db: Database, block: BlockRecord, entries: Sequence[IndexEntry]) -> None:
-    """Index a block whose object is already stored: series, block row and profile rows, atomically."""
-    days = {t - t % _DAY_NS for t in (e.time_ns for e in entries)}
+    """Index a block whose object is already stored: series, block row and its series' rows, atomically."""
+    _ensure_partitions(db, _entries_by_series_start(entries))
+    with db.connection() as conn, conn.transaction():
+        ids = _upsert_series(conn, block.tenant, entries)
+        _insert_block(conn, block)
+        _copy_rows(conn, block.id, _rows_of(entries, ids))
+
+
+def replace_blocks(db: Database, new: BlockRecord, rows: ProfileRows, old_ids: Sequence[str]) -> None:
+    """Switch the index from the blocks `old_ids` to `new` (already stored; `rows` are its profiles) in
+    one transaction: a query sees either the old blocks or the new one, never both. The old blocks are
+    marked compacted; their objects stay until `retention.delete_retired` removes them after a grace
+    period, so a query that read the index just before the switch still finds them."""
+    _ensure_partitions(db, _series_starts(rows))
+    with db.connection() as conn, conn.transaction():
+        _insert_block(conn, new)
+        _copy_rows(conn, new.id, rows)
+        conn.execute("DELETE FROM block_series WHERE block_id = ANY(%s)", (list(old_ids),))
+        conn.execute("UPDATE blocks SET state = 'compacted', retired_at = now() WHERE id = ANY(%s)",
+                     (list(old_ids),))
+
+
+def _entries_by_series_start(entries: Sequence[IndexEntry]) -> list[int]:
+    first: dict[int, int] = {}
+    for e in entries:
+        first[e.fingerprint] = min(first.get(e.fingerprint, e.time_ns), e.time_ns)
+    return list(first.values())
+
+
+def _series_starts(rows: ProfileRows) -> list[int]:
+    if not len(rows):
+        return []
+    order = np.lexsort((rows.time, rows.series_id))
+    first = np.r_[True, rows.series_id[order][1:] != rows.series_id[order][:-1]]
+    return rows.time[order][first].tolist()
+
+
+def _rows_of(entries: Sequence[IndexEntry], series_ids: dict[int, int]) -> ProfileRows:
+    def col(values: Iterable[int]) -> np.ndarray:
+        return np.fromiter(values, np.int64, len(entries))
+    return ProfileRows(col(series_ids[e.fingerprint] for e in entries), col(e.time_ns for e in entries),
+                       np.zeros(len(entries), object), col(e.row for e in entries), col(e.total for e in entries),
+                       col(e.content_hash for e in entries))
+
+
+def _ensure_partitions(db: Database, first_times: Iterable[int]) -> None:
+    days = {t - t % _DAY_NS for t in first_times}
     with db.connection() as conn:
         for day in sorted(days):
             ensure_day_partition(conn, day)
-    with db.connection() as conn, conn.transaction():
-        ids = _upsert_series(conn, block.tenant, entries)
-        conn.execute(
-            "INSERT INTO blocks (id, tenant, key, min_time, max_time, level, bytes, profiles)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-            (block.id, block.tenant, block.key, block.min_time, block.max_time, block.level, block.bytes,
-             block.profiles),
-        )
-        with conn.cursor().copy(
-            "COPY profiles (tenant, series_id, time, block_id, row_in_block, total) FROM STDIN"
-        ) as copy:
-            for e in entries:
-                copy.write_row((block.tenant, ids[e.fingerprint], e.time_ns, block.id, e.row, e.total))
+
+
+def _insert_block(conn, block: BlockRecord) -> None:
+    conn.execute(
+        "INSERT INTO blocks (id, tenant, key, min_time, max_time, level, bytes, profiles)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+        (block.id, block.tenant, block.key, block.min_time, block.max_time, block.level, block.bytes,
+         block.profiles),
+    )
+
+
+def _copy_rows(conn, block_id: str, rows: ProfileRows) -> None:
+    """One block_series row per series, its profiles in time order."""
+    order = np.lexsort((rows.row, rows.time, rows.series_id))
+    rows = rows.take(order)
+    starts = np.flatnonzero(np.r_[True, rows.series_id[1:] != rows.series_id[:-1]]) if len(rows) else []
+    bounds = np.r_[starts, len(rows)].astype(np.int64)
+    with conn.cursor().copy(
+        "COPY block_series (block_id, series_id, min_time, max_time, profiles, times, rows, totals, hashes)"
+        " FROM STDIN"
+    ) as copy:
+        for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            copy.write_row((block_id, int(rows.series_id[lo]), int(rows.time[lo]), int(rows.time[hi - 1]), hi - lo,
+                            rows.time[lo:hi].astype(_TIME).tobytes(), rows.row[lo:hi].astype(_ROW).tobytes(),
+                            rows.total[lo:hi].astype(_TOTAL).tobytes(),
+                            rows.content_hash[lo:hi].astype(_HASH).tobytes()))
 
 
 def _upsert_series(conn, tenant: str, entries: Sequence[IndexEntry]) -> dict[int, int]:
@@ -119,30 +182,79 @@ class ProfileRows:
     block_id: np.ndarray  # object (str)
     row: np.ndarray  # int64
     total: np.ndarray  # int64
+    content_hash: np.ndarray  # int64, 0 where unknown
 
     def __len__(self) -> int:
         return len(self.series_id)
 
+    def take(self, index: np.ndarray) -> ProfileRows:
+        return ProfileRows(self.series_id[index], self.time[index], self.block_id[index], self.row[index],
+                           self.total[index], self.content_hash[index])
+
 
 def profile_rows(db: Database, series_ids: Sequence[int], start: int, end: int) -> ProfileRows:
-    return _rows(db, "time BETWEEN %s AND %s ORDER BY time", [list(series_ids), start, end])
+    """Every profile of the series in [start, end], in time order."""
+    with db.connection() as conn:
+        found = conn.execute(
+            "SELECT series_id, block_id, times, rows, totals, hashes FROM block_series"
+            " WHERE series_id = ANY(%s) AND max_time >= %s AND min_time <= %s", (list(series_ids), start, end)
+        ).fetchall()
+    rows = _unpack(found)
+    keep = np.flatnonzero((rows.time >= start) & (rows.time <= end))
+    return rows.take(keep[np.argsort(rows.time[keep], kind="stable")])
 
 
 def nearest_profile(db: Database, series_ids: Sequence[int], time_ns: int) -> ProfileRows:
     """The one profile closest to time_ns among the series (empty if they have none)."""
-    # numeric: a time near either end of the int64 range would overflow bigint subtraction.
-    return _rows(db, "TRUE ORDER BY abs(time::numeric - %s) LIMIT 1", [list(series_ids), time_ns])
-
-
-def _rows(db: Database, where: str, args: list) -> ProfileRows:
+    cols = "SELECT series_id, block_id, times, rows, totals, hashes FROM block_series WHERE series_id = ANY(%(ids)s)"
     with db.connection() as conn:
-        rows = conn.execute(
-            "SELECT series_id, time, block_id, row_in_block, total FROM profiles"
-            " WHERE series_id = ANY(%s) AND " + where, args
+        found = conn.execute(
+            f"({cols} AND min_time <= %(t)s AND max_time >= %(t)s)"
+            f" UNION ALL ({cols} AND max_time < %(t)s ORDER BY max_time DESC LIMIT 1)"
+            f" UNION ALL ({cols} AND min_time > %(t)s ORDER BY min_time LIMIT 1)",
+            {"ids": list(series_ids), "t": time_ns},
         ).fetchall()
-    cols = list(zip(*rows, strict=True)) if rows else [(), (), (), (), ()]
-    return ProfileRows(np.array(cols[0], np.int64), np.array(cols[1], np.int64), np.array(cols[2], object),
-                       np.array(cols[3], np.int64), np.array(cols[4], np.int64))
+    rows = _unpack(found)
+    if not len(rows):
+        return rows
+    # |time - time_ns| without int64 overflow at either end of the range: exact in uint64 on each side.
+    t = np.uint64(time_ns % 2**64)
+    after = rows.time >= time_ns
+    times = rows.time.view(np.uint64)
+    distance = np.where(after, times - t, t - times)
+    return rows.take(np.array([int(np.argmin(distance))]))
+
+
+def stored_profiles(db: Database, tenant: str, keys: Sequence[tuple[int, int, int]]) -> set[tuple[int, int, int]]:
+    """Which of the (series fingerprint, time, content hash) keys are stored already (a retried push)."""
+    if not keys:
+        return set()
+    times = [t for _, t, _ in keys]
+    with db.connection() as conn:
+        found = conn.execute(
+            "SELECT s.fingerprint, bs.times, bs.hashes FROM series s JOIN block_series bs ON bs.series_id = s.id"
+            " WHERE s.tenant = %s AND s.fingerprint = ANY(%s) AND bs.max_time >= %s AND bs.min_time <= %s",
+            (tenant, sorted({fp for fp, _, _ in keys}), min(times), max(times)),
+        ).fetchall()
+    stored = {(fp, int(t), int(h)) for fp, ts, hs in found
+              for t, h in zip(np.frombuffer(ts, _TIME), np.frombuffer(hs, _HASH), strict=True)}
+    return stored & set(keys)
+
+
+def _unpack(found: list[tuple]) -> ProfileRows:
+    """block_series rows (series_id, block_id, times, rows, totals, hashes) as one profile per element."""
+    counts = [len(r[2]) // _TIME.itemsize for r in found]
+    def column(i: int, dtype: np.dtype) -> np.ndarray:
+        parts = [np.frombuffer(r[i], dtype) for r in found]
+        return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
+    return ProfileRows(
+        series_id=np.repeat(np.array([r[0] for r in found], np.int64), counts),
+        time=column(2, _TIME),
+        block_id=np.repeat(np.array([r[1] for r in found], object), counts),
+        row=column(3, _ROW),
+        total=column(4, _TOTAL),
+        content_hash=column(5, _HASH),
+    )
 
 
 def block_keys(db: Database, block_ids: Sequence[str]) -> dict[str, str]:

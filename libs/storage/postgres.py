@@ -47,7 +47,7 @@ PROBE_CONNECT_TIMEOUT_S = 2  # libpq treats anything lower as 2
 RECONNECT_TIMEOUT_S = 2.0
 _MIGRATIONS_PACKAGE = "flamewatch.storage.migrations"
 _MIGRATION_FILE = re.compile(r"^(\d{4})_(\w+)\.sql$")
-_PARTITION_NAME = re.compile(r"^profiles_(\d{8})$")
+_PARTITION_NAME = re.compile(r"^block_series_(\d{8})$")
 _DAY_NS = 86_400 * 10**9
 _EPOCH_DAY = date(1970, 1, 1)
 
@@ -360,20 +360,21 @@ def advisory_key(name: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-# --- day partitions of `profiles` -----------------------------------------------------------------
+# --- day partitions of `block_series` ----------------------------------------------------------------
 
+PARTITIONED = "block_series"  # the index table partitioned by UTC day, so retention is a DROP TABLE
 _known_partitions: set[tuple[str, str]] = set()  # (database identity, partition name)
 
 
 def partition_name(day: date) -> str:
-    return f"profiles_{day:%Y%m%d}"
+    return f"{PARTITIONED}_{day:%Y%m%d}"
 
 
 def ensure_day_partition(conn: psycopg.Connection, day_start_ns: int) -> str:
-    """Create the `profiles` partition for the UTC day containing `day_start_ns` if missing.
+    """Create the partition for the UTC day containing `day_start_ns` if missing.
 
     Safe when several writers race. Call it before the write transaction, not inside it: creating a
-    partition locks the whole `profiles` table until the transaction that did it ends.
+    partition locks the whole parent table until the transaction that did it ends.
     Returns the partition's name.
     """
     day = _utc_day(day_start_ns)
@@ -382,10 +383,11 @@ def ensure_day_partition(conn: psycopg.Connection, day_start_ns: int) -> str:
     if cache_key in _known_partitions:
         return name
     start = _day_start_ns(day)
-    create = sql.SQL("CREATE TABLE IF NOT EXISTS {} PARTITION OF profiles FOR VALUES FROM ({}) TO ({})")
+    create = sql.SQL("CREATE TABLE IF NOT EXISTS {} PARTITION OF {} FOR VALUES FROM ({}) TO ({})")
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (advisory_key(name),))
-        conn.execute(create.format(sql.Identifier(name), sql.Literal(start), sql.Literal(start + _DAY_NS)))
+        conn.execute(create.format(sql.Identifier(name), sql.Identifier(PARTITIONED), sql.Literal(start),
+                                   sql.Literal(start + _DAY_NS)))
     _known_partitions.add(cache_key)
     return name
 
@@ -397,18 +399,23 @@ def drop_partitions_before(conn: psycopg.Connection, day_ns: int) -> list[str]:
         if _day_start_ns(day) + _DAY_NS <= day_ns:
             with conn.transaction():
                 conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(name)))
-            _known_partitions.discard((_database_identity(conn), name))
+            forget_partition(conn, name)
             logger.info("dropped partition %s", name)
             dropped.append(name)
     return dropped
 
 
+def forget_partition(conn: psycopg.Connection, name: str) -> None:
+    """Tell the cache of known partitions that `name` was dropped."""
+    _known_partitions.discard((_database_identity(conn), name))
+
+
 def day_partitions(conn: psycopg.Connection) -> list[tuple[str, date]]:
-    """The `profiles_YYYYMMDD` partitions that exist, oldest first."""
+    """The day partitions that exist, oldest first."""
     rows = conn.execute(
         "SELECT c.relname FROM pg_inherits i"
         " JOIN pg_class c ON c.oid = i.inhrelid"
-        " WHERE i.inhparent = 'profiles'::regclass"
+        " WHERE i.inhparent = %s::regclass", (PARTITIONED,)
     ).fetchall()
     found = [(name, _PARTITION_NAME.match(name)) for (name,) in rows]
     days = [(name, datetime.strptime(m[1], "%Y%m%d").date()) for name, m in found if m]

@@ -6,6 +6,7 @@ Everything that can be wrong with a push is found here, before anything is writt
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 from flamewatch.config import IngestLimits
@@ -36,10 +37,20 @@ def prepare(labels: dict[str, str], raw: bytes, limits: IngestLimits, now_ns: in
     base = {SERVICE_LABEL: DEFAULT_SERVICE, **labels}
     time_ns = profile.time_nanos or now_ns
     entries = []
-    for typed in split(profile, base.get(NAME_LABEL), name_hint):
+    digest = hashlib.blake2b(data, digest_size=16).digest()
+    for column, typed in enumerate(split(profile, base.get(NAME_LABEL), name_hint)):
         series = {**base, NAME_LABEL: typed.profile_type.name, TYPE_LABEL: typed.profile_type.id}
         validate_labels(series, max_labels=limits.max_labels, max_name_length=limits.max_label_name_length,
                         max_value_length=limits.max_label_value_length)
-        entries.append(BlockEntry(series, fingerprint(series), typed, time_ns, profile.duration_nanos))
+        entries.append(BlockEntry(series, fingerprint(series), typed, time_ns, profile.duration_nanos,
+                                  content_hash(digest, column)))
     return Prepared(entries, len(data))
 
+
+
+def content_hash(digest: bytes, column: int) -> int:
+    """A non-zero signed 64-bit hash of one sample type of a pprof: with the series and time it tells
+    a retried push from a new profile."""
+    value = int.from_bytes(hashlib.blake2b(digest + column.to_bytes(4, "big"), digest_size=8).digest(), "big",
+                           signed=True)
+    return value or 1

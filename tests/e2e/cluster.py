@@ -29,7 +29,6 @@ FLUSH_INTERVAL_S = 0.2
 READY_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 15.0
 HTTP_TIMEOUT_S = 60.0
-TABLES = ("profiles", "series", "blocks")
 
 
 @dataclass(frozen=True)
@@ -235,10 +234,15 @@ class Cluster:
     # ---------------------------------------------------------------------------- storage
 
     def counts(self, tenant: str | None = None) -> dict[str, int]:
-        """Rows in profiles, series and blocks (of one tenant, or all)."""
+        """Indexed profiles and rows in series and blocks (of one tenant, or all)."""
         where, args = ("WHERE tenant = %s", [tenant]) if tenant else ("", [])
+        queries = {
+            "profiles": "SELECT coalesce(sum(bs.profiles), 0) FROM block_series bs JOIN blocks b ON b.id = bs.block_id",
+            "series": "SELECT count(*) FROM series",
+            "blocks": "SELECT count(*) FROM blocks",
+        }
         with psycopg.connect(self.storage.dsn, autocommit=True) as conn:
-            return {t: conn.execute(f"SELECT count(*) FROM {t} {where}", args).fetchone()[0] for t in TABLES}
+            return {name: int(conn.execute(f"{sql} {where}", args).fetchone()[0]) for name, sql in queries.items()}
 
     def blocks(self) -> list[tuple[str, str, int]]:
         """(tenant, key, profiles) of every row in blocks, by key."""

@@ -68,7 +68,7 @@ def test_open_applies_every_migration_once(db: Database) -> None:
     with db.connection() as conn:
         assert [(v, n) for v, n, _ in applied(conn)] == [(m.version, m.name) for m in migrations()]
         tables = {row[0] for row in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
-    assert {"series", "blocks", "profiles", "schema_migrations"} <= tables
+    assert {"series", "blocks", "block_series", "schema_migrations"} <= tables
 
 
 def test_a_second_open_is_a_no_op(postgres_dsn: str, db: Database) -> None:
@@ -103,21 +103,22 @@ def test_concurrent_opens_all_succeed(postgres_dsn: str) -> None:
 
 def partition_of(conn: psycopg.Connection, time_ns: int) -> str:
     conn.execute(
-        "INSERT INTO profiles (tenant, series_id, time, block_id, row_in_block, total)"
-        " VALUES ('t', 1, %s, 'b', 0, 1)",
-        (time_ns,),
+        "INSERT INTO block_series (block_id, series_id, min_time, max_time, profiles, times, rows, totals, hashes)"
+        " VALUES ('b', 1, %s, %s, 1, '', '', '', '')",
+        (time_ns, time_ns),
     )
-    return conn.execute("SELECT tableoid::regclass::text FROM profiles WHERE time = %s", (time_ns,)).fetchone()[0]
+    return conn.execute("SELECT tableoid::regclass::text FROM block_series WHERE min_time = %s",
+                        (time_ns,)).fetchone()[0]
 
 
 def test_rows_land_in_the_partition_of_their_utc_day(db: Database) -> None:
     with db.connection() as conn:
-        assert ensure_day_partition(conn, NOV_14_NS) == "profiles_20231114"
-        assert ensure_day_partition(conn, NOV_14_NS + DAY_NS - 1) == "profiles_20231114"
-        assert ensure_day_partition(conn, NOV_14_NS + DAY_NS) == "profiles_20231115"
-        assert partition_of(conn, NOV_14_NS) == "profiles_20231114"
-        assert partition_of(conn, NOV_14_NS + DAY_NS - 1) == "profiles_20231114"
-        assert partition_of(conn, NOV_14_NS + DAY_NS) == "profiles_20231115"
+        assert ensure_day_partition(conn, NOV_14_NS) == "block_series_20231114"
+        assert ensure_day_partition(conn, NOV_14_NS + DAY_NS - 1) == "block_series_20231114"
+        assert ensure_day_partition(conn, NOV_14_NS + DAY_NS) == "block_series_20231115"
+        assert partition_of(conn, NOV_14_NS) == "block_series_20231114"
+        assert partition_of(conn, NOV_14_NS + DAY_NS - 1) == "block_series_20231114"
+        assert partition_of(conn, NOV_14_NS + DAY_NS) == "block_series_20231115"
 
 
 def test_a_row_without_its_partition_is_refused(db: Database) -> None:
@@ -133,7 +134,7 @@ def test_concurrent_writers_create_a_partition_once(db: Database, postgres_dsn: 
     postgres._known_partitions.clear()  # every thread must really try to create it
     assert run_together(4, ensure_on_own_connection) == []
     with db.connection() as conn:
-        assert [name for name, _ in day_partitions(conn)] == ["profiles_20231114"]
+        assert [name for name, _ in day_partitions(conn)] == ["block_series_20231114"]
 
 
 def test_known_partitions_are_not_created_again(db: Database, postgres_dsn: str) -> None:
@@ -141,8 +142,8 @@ def test_known_partitions_are_not_created_again(db: Database, postgres_dsn: str)
         ensure_day_partition(conn, NOV_14_NS)
         conn.execute("SET lock_timeout = '50ms'")
         with psycopg.connect(postgres_dsn) as other:  # holds the lock a creation would need
-            other.execute("LOCK TABLE profiles IN ACCESS EXCLUSIVE MODE")
-            assert ensure_day_partition(conn, NOV_14_NS + 3600 * 10**9) == "profiles_20231114"
+            other.execute("LOCK TABLE block_series IN ACCESS EXCLUSIVE MODE")
+            assert ensure_day_partition(conn, NOV_14_NS + 3600 * 10**9) == "block_series_20231114"
 
 
 def test_drop_partitions_before_removes_whole_days_only(db: Database) -> None:
@@ -150,10 +151,10 @@ def test_drop_partitions_before_removes_whole_days_only(db: Database) -> None:
         for day in range(3):
             ensure_day_partition(conn, NOV_14_NS + day * DAY_NS)
         conn.commit()
-        assert drop_partitions_before(conn, NOV_14_NS + DAY_NS + 1) == ["profiles_20231114"]
-        assert [name for name, _ in day_partitions(conn)] == ["profiles_20231115", "profiles_20231116"]
-        assert ensure_day_partition(conn, NOV_14_NS) == "profiles_20231114"  # the cache forgot it
-        assert partition_of(conn, NOV_14_NS) == "profiles_20231114"
+        assert drop_partitions_before(conn, NOV_14_NS + DAY_NS + 1) == ["block_series_20231114"]
+        assert [name for name, _ in day_partitions(conn)] == ["block_series_20231115", "block_series_20231116"]
+        assert ensure_day_partition(conn, NOV_14_NS) == "block_series_20231114"  # the cache forgot it
+        assert partition_of(conn, NOV_14_NS) == "block_series_20231114"
 
 
 # Failures

@@ -1,0 +1,134 @@
+"""The profile index on a real Postgres: a row per (block, series) with packed profile arrays."""
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import numpy as np
+import psycopg
+import pytest
+
+from flamewatch.storage import index
+from flamewatch.storage.index import BlockRecord, IndexEntry
+from flamewatch.storage.postgres import Database, PostgresConfig, migrations, open_database
+
+pytestmark = pytest.mark.postgres
+
+T0 = int(datetime(2026, 3, 1, 23, 59, 50, tzinfo=UTC).timestamp()) * 10**9
+S = 10**9
+CPU = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
+
+
+@pytest.fixture
+def db(postgres_dsn: str) -> Iterator[Database]:
+    database = open_database(PostgresConfig(dsn=postgres_dsn))
+    yield database
+    database.close()
+
+
+def entry(instance: str, time_ns: int, row: int, total: int, content_hash: int = 0) -> IndexEntry:
+    labels = {"service_name": "api", "instance": instance, "__profile_type__": CPU}
+    return IndexEntry(hash(instance) & 0x7FFFFFFF, labels, CPU, time_ns, row, total, content_hash)
+
+
+def block(block_id: str, entries: list[IndexEntry], level: int = 0) -> BlockRecord:
+    times = [e.time_ns for e in entries]
+    return BlockRecord(block_id, "t", f"t/blocks/{level}/{block_id}", min(times), max(times), level, 100,
+                       len(entries))
+
+
+def series_ids(db: Database) -> dict[str, int]:
+    return {s.labels["instance"]: s.id for s in index.find_series(db, "t", [], 0, 2**62)}
+
+
+def commit(db: Database, block_id: str, entries: list[IndexEntry]) -> None:
+    index.commit_block(db, block(block_id, entries), entries)
+
+
+def test_profiles_come_back_in_time_order_with_their_block_rows_and_totals(db: Database) -> None:
+    commit(db, "b1", [entry("a", T0 + 20 * S, 0, 5), entry("a", T0, 1, 7), entry("b", T0 + 10 * S, 2, 11)])
+    commit(db, "b2", [entry("a", T0 + 30 * S, 0, 13)])
+    ids = series_ids(db)
+    rows = index.profile_rows(db, list(ids.values()), T0, T0 + 25 * S)
+    assert rows.time.tolist() == [T0, T0 + 10 * S, T0 + 20 * S]
+    assert rows.block_id.tolist() == ["b1", "b1", "b1"]
+    assert rows.row.tolist() == [1, 2, 0]
+    assert rows.total.tolist() == [7, 11, 5]
+    assert rows.series_id.tolist() == [ids["a"], ids["b"], ids["a"]]
+    only_a = index.profile_rows(db, [ids["a"]], T0 + 1, 2**62)
+    assert list(zip(only_a.block_id.tolist(), only_a.total.tolist())) == [("b1", 5), ("b2", 13)]
+
+
+def test_a_block_is_one_index_row_per_series_in_the_partition_of_its_first_profile(db: Database) -> None:
+    # The block straddles midnight: its series' rows sit in the day of their first profile.
+    commit(db, "b1", [entry("a", T0 + i * S, i, 1) for i in range(20)] + [entry("b", T0 + 15 * S, 20, 1)])
+    with db.connection() as conn:
+        found = conn.execute("SELECT tableoid::regclass::text, profiles FROM block_series ORDER BY 1").fetchall()
+    assert found == [("block_series_20260301", 20), ("block_series_20260302", 1)]
+
+
+def test_the_nearest_profile_is_found_across_blocks_and_at_the_ends_of_time(db: Database) -> None:
+    commit(db, "b1", [entry("a", T0, 0, 1), entry("a", T0 + 10 * S, 1, 2)])
+    commit(db, "b2", [entry("a", T0 + 100 * S, 0, 3)])
+    ids = list(series_ids(db).values())
+    assert index.nearest_profile(db, ids, T0 + 4 * S).total.tolist() == [1]
+    assert index.nearest_profile(db, ids, T0 + 6 * S).total.tolist() == [2]
+    assert index.nearest_profile(db, ids, T0 + 70 * S).total.tolist() == [3]
+    assert index.nearest_profile(db, ids, -(2**63)).total.tolist() == [1]
+    assert index.nearest_profile(db, ids, 2**63 - 1).total.tolist() == [3]
+    assert len(index.nearest_profile(db, [], T0)) == 0
+
+
+def test_stored_profiles_tells_a_retry_from_a_new_profile(db: Database) -> None:
+    commit(db, "b1", [entry("a", T0, 0, 1, content_hash=-42), entry("a", T0 + S, 1, 1, content_hash=7)])
+    fp = entry("a", 0, 0, 0).fingerprint
+    asked = [(fp, T0, -42), (fp, T0, 43), (fp, T0 + S, 7), (fp + 1, T0, -42)]
+    assert index.stored_profiles(db, "t", asked) == {(fp, T0, -42), (fp, T0 + S, 7)}
+    assert index.stored_profiles(db, "other-tenant", asked) == set()
+
+
+def test_replacing_blocks_switches_the_index_in_one_step(db: Database) -> None:
+    first, second = [entry("a", T0, 0, 1)], [entry("a", T0 + S, 0, 2), entry("b", T0 + S, 1, 4)]
+    commit(db, "b1", first)
+    commit(db, "b2", second)
+    ids = list(series_ids(db).values())
+    old = index.profile_rows(db, ids, 0, 2**62)
+    merged = old.take(np.arange(len(old)))
+    merged = index.ProfileRows(merged.series_id, merged.time, merged.block_id, np.arange(len(old)), merged.total,
+                               merged.content_hash)
+    index.replace_blocks(db, block("c1", first + second, level=1), merged, ["b1", "b2"])
+    rows = index.profile_rows(db, ids, 0, 2**62)
+    assert sorted(zip(rows.block_id.tolist(), rows.row.tolist(), rows.total.tolist())) == \
+        [("c1", 0, 1), ("c1", 1, 2), ("c1", 2, 4)]
+    with db.connection() as conn:
+        states = dict(conn.execute("SELECT id, state FROM blocks").fetchall())
+    assert states == {"b1": "compacted", "b2": "compacted", "c1": "live"}
+
+
+def test_the_per_profile_index_of_earlier_versions_is_carried_over(postgres_dsn: str) -> None:
+    first = next(m for m in migrations() if m.version == 1)
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute(first.sql.encode())
+        conn.execute("CREATE TABLE schema_migrations (version int PRIMARY KEY, name text NOT NULL,"
+                     " applied_at timestamptz NOT NULL DEFAULT now())")
+        conn.execute("INSERT INTO schema_migrations (version, name) VALUES (1, 'initial')")
+        conn.execute("INSERT INTO series (tenant, fingerprint, profile_type, labels, first_seen, last_seen)"
+                     " VALUES ('t', 1, %s, '{\"instance\": \"a\"}', %s, %s)", (CPU, T0, T0 + 20 * S))
+        for day in (T0 - T0 % (86_400 * S), T0 - T0 % (86_400 * S) + 86_400 * S):
+            conn.execute(f"CREATE TABLE profiles_{day} PARTITION OF profiles FOR VALUES FROM ({day})"
+                         f" TO ({day + 86_400 * S})")
+        conn.execute("INSERT INTO blocks (id, tenant, key, min_time, max_time, level, bytes, profiles)"
+                     " VALUES ('b1', 't', 'k1', %s, %s, 0, 1, 3)", (T0, T0 + 20 * S))
+        for row, (t, total) in enumerate([(T0 + 20 * S, 5), (T0, 7), (T0 + 10 * S, 2**40)]):
+            conn.execute("INSERT INTO profiles (tenant, series_id, time, block_id, row_in_block, total)"
+                         " SELECT 't', id, %s, 'b1', %s, %s FROM series", (t, row, total))
+    database = open_database(PostgresConfig(dsn=postgres_dsn))
+    try:
+        rows = index.profile_rows(database, list(series_ids(database).values()), 0, 2**62)
+        assert rows.time.tolist() == [T0, T0 + 10 * S, T0 + 20 * S]
+        assert rows.row.tolist() == [1, 2, 0]
+        assert rows.total.tolist() == [7, 2**40, 5]
+        assert np.array_equal(rows.block_id, ["b1"] * 3)
+        with database.connection() as conn:
+            assert conn.execute("SELECT to_regclass('profiles')").fetchone()[0] is None
+    finally:
+        database.close()

@@ -24,7 +24,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from flamewatch.config import IngesterConfig, IngestLimits, QuerierConfig, StorageConfig
+from flamewatch.config import IngesterConfig, IngestLimits, MaintenanceConfig, QuerierConfig, StorageConfig
 from flamewatch.rpc.readiness import no_dependencies, storage_readiness, upstream_readiness
 from flamewatch.storage.errors import StorageError
 from flamewatch.storage.objstore import FilesystemConfig, S3Config
@@ -86,6 +86,40 @@ def _storage_flags(p: _Parser) -> None:
     p.add("--storage.s3.prefix", "put every key under this folder of the bucket", dest="s3_prefix", default="")
 
 
+def _maintenance_flags(p: _Parser) -> None:
+    defaults = MaintenanceConfig()
+    p.add("--compaction.interval", "seconds between rounds of compaction (small blocks into hour and day "
+          "blocks) and retention; 0 turns both off in this process", dest="compaction_interval", type=float,
+          default=defaults.interval_s)
+    p.add("--storage.retention", "keep profiles this long, e.g. 30d or 2w (whole days are dropped); by "
+          "default they are kept for ever", dest="retention", type=_duration, default=None)
+    p.add("--storage.retention-tenant", "a tenant's own retention, TENANT=DURATION (or TENANT=forever); "
+          "repeat for more", dest="tenant_retention", action="append", default=[], type=_tenant_retention)
+
+
+def _duration(text: str) -> int:
+    from flamewatch.timerange import TimeParseError, parse_duration
+
+    try:
+        return parse_duration(text)
+    except TimeParseError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def _tenant_retention(text: str) -> tuple[str, int | None]:
+    tenant, sep, duration = text.partition("=")
+    if not sep or not tenant:
+        raise argparse.ArgumentTypeError(f'expected TENANT=DURATION such as acme=7d, got "{text}"')
+    return tenant, None if duration == "forever" else _duration(duration)
+
+
+def maintenance_config(args: argparse.Namespace) -> MaintenanceConfig:
+    from flamewatch.storage.retention import RetentionPolicy
+
+    return MaintenanceConfig(interval_s=args.compaction_interval,
+                             retention=RetentionPolicy(args.retention, dict(args.tenant_retention)))
+
+
 def _common_flags(p: _Parser, heap_profiling: bool = False) -> None:
     p.add("--log.level", "debug, info, warning or error", dest="log_level", default="info",
           choices=["debug", "info", "warning", "error"])
@@ -124,6 +158,7 @@ def _ingester_parser(sub) -> None:
         p.add(flag, f"reject pushes over this {name.replace('_', ' ')}", dest=f"limit_{name}", type=int,
               default=getattr(defaults, name))
     _storage_flags(p)
+    _maintenance_flags(p)
     _common_flags(p)
     p.set_defaults(run=run_ingester)
 
@@ -154,6 +189,7 @@ def _all_parser(sub) -> None:
     p.address("--http-address", "HTTP listen address (API, /ingest, /debug/pprof, /metrics)", ":8080")
     p.address("--grpc-address", "gRPC listen address (IngestService, QueryService)", ":8081")
     _storage_flags(p)
+    _maintenance_flags(p)
     _common_flags(p)
     p.set_defaults(run=run_all)
 
@@ -221,7 +257,8 @@ def run_ingester(args: argparse.Namespace) -> int:
 
     limits = IngestLimits(**{n: getattr(args, f"limit_{n}") for n in IngestLimits.__dataclass_fields__})
     config = IngesterConfig(http_address=args.http_address, grpc_address=args.grpc_address,
-                            flush_interval_s=args.flush_interval, flush_bytes=args.flush_bytes, limits=limits)
+                            flush_interval_s=args.flush_interval, flush_bytes=args.flush_bytes, limits=limits,
+                            maintenance=maintenance_config(args))
 
     async def main(stack: contextlib.AsyncExitStack) -> None:
         listeners = _listen(stack, config.http_address, config.grpc_address)
@@ -329,7 +366,7 @@ def run_all(args: argparse.Namespace) -> int:
                                   heap=str(args.heap_profiling).lower())
         config = load or (lambda: parse_config(text, "built-in configuration"))
         store, db = _open_storage(stack, storage_config(args))
-        ingester = Ingester(IngesterConfig(), store, db)
+        ingester = Ingester(IngesterConfig(maintenance=maintenance_config(args)), store, db)
         querier_config = QuerierConfig(cache_bytes=QuerierConfig.embedded_cache_bytes)
         blocks = BlockCache(store, querier_config.cache_bytes, querier_config.fetch_concurrency, PathIndex())
         stack.callback(blocks.close)

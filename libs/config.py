@@ -10,8 +10,10 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from flamewatch.pprof.validate import ProfileLimits
+from flamewatch.storage.compaction import CompactionConfig
 from flamewatch.storage.objstore import FilesystemConfig, S3Config
 from flamewatch.storage.postgres import PostgresConfig
+from flamewatch.storage.retention import RetentionPolicy
 
 MiB = 1 << 20
 
@@ -40,6 +42,16 @@ class StorageConfig:
 
 
 @dataclass(frozen=True)
+class MaintenanceConfig:
+    """The ingester's compaction and retention loop."""
+
+    interval_s: float = 60.0  # 0: no compaction or retention in this process
+    compaction: CompactionConfig = field(default_factory=CompactionConfig)
+    retention: RetentionPolicy = field(default_factory=RetentionPolicy)
+    retired_grace_s: float = 600.0  # longer than any query: a query may still read a block just retired
+
+
+@dataclass(frozen=True)
 class IngesterConfig:
     http_address: str = ":4100"
     grpc_address: str = ":4101"
@@ -49,6 +61,7 @@ class IngesterConfig:
     sweep_interval_s: float = 300.0
     orphan_grace_s: float = 600.0
     limits: IngestLimits = field(default_factory=IngestLimits)
+    maintenance: MaintenanceConfig = field(default_factory=MaintenanceConfig)
 
 
 @dataclass(frozen=True)

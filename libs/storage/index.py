@@ -64,18 +64,28 @@ def commit_block(db: Database, block: BlockRecord, entries: Sequence[IndexEntry]
         _copy_rows(conn, block.id, _rows_of(entries, ids))
 
 
-def replace_blocks(db: Database, new: BlockRecord, rows: ProfileRows, old_ids: Sequence[str]) -> None:
-    """Switch the index from the blocks `old_ids` to `new` (already stored; `rows` are its profiles) in
-    one transaction: a query sees either the old blocks or the new one, never both. The old blocks are
-    marked compacted; their objects stay until `retention.delete_retired` removes them after a grace
-    period, so a query that read the index just before the switch still finds them."""
-    _ensure_partitions(db, _series_starts(rows))
+def replace_blocks(db: Database, new: Sequence[tuple[BlockRecord, ProfileRows]], old_ids: Sequence[str]) -> None:
+    """Switch the index from the blocks `old_ids` to the `new` ones (already stored, each with its
+    profiles) in one transaction: a query sees either the old blocks or the new ones, never both. The
+    old blocks are marked compacted; their objects stay until `retention.delete_retired` removes them
+    after a grace period, so a query that read the index just before the switch still finds them."""
+    _ensure_partitions(db, [t for _, rows in new for t in _series_starts(rows)])
     with db.connection() as conn, conn.transaction():
-        _insert_block(conn, new)
-        _copy_rows(conn, new.id, rows)
+        for block, rows in new:
+            _insert_block(conn, block)
+            _copy_rows(conn, block.id, rows)
         conn.execute("DELETE FROM block_series WHERE block_id = ANY(%s)", (list(old_ids),))
         conn.execute("UPDATE blocks SET state = 'compacted', retired_at = now() WHERE id = ANY(%s)",
                      (list(old_ids),))
+
+
+def block_rows(db: Database, block_ids: Sequence[str]) -> ProfileRows:
+    """Every indexed profile of the blocks, block by block in row order."""
+    with db.connection() as conn:
+        found = conn.execute("SELECT series_id, block_id, times, rows, totals, hashes FROM block_series"
+                             " WHERE block_id = ANY(%s)", (list(block_ids),)).fetchall()
+    rows = _unpack(found)
+    return rows.take(np.lexsort((rows.row, rows.block_id.astype(str)))) if len(rows) else rows
 
 
 def _entries_by_series_start(entries: Sequence[IndexEntry]) -> list[int]:

@@ -354,6 +354,21 @@ def _advisory_lock(conn: psycopg.Connection, name: str) -> Iterator[None]:
             conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
 
 
+@contextlib.contextmanager
+def try_lock(db: Database, name: str) -> Iterator[bool]:
+    """Try to take the cluster-wide lock `name` without waiting; yields whether this process holds it.
+    The lock lives in a pooled connection's session and is released when the block exits."""
+    key = advisory_key(name)
+    with db.connection() as conn:
+        mine = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]
+        try:
+            yield mine
+        finally:
+            if mine:
+                with contextlib.suppress(psycopg.OperationalError):
+                    conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+
+
 def advisory_key(name: str) -> int:
     """A stable signed 64-bit advisory lock key for `name`, namespaced to Flamewatch."""
     digest = hashlib.blake2b(f"flamewatch:{name}".encode(), digest_size=8).digest()

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from flamewatch.api.flamewatch.v1 import ingest_pb2, ingest_pb2_grpc
 from flamewatch.config import IngesterConfig
 from flamewatch.ingester.batcher import Batcher
+from flamewatch.ingester.compactor import Maintenance
 from flamewatch.ingester.prepare import Prepared, prepare
 from flamewatch.ingester.writer import BlockWriter
 from flamewatch.pprof import LimitExceeded, hint_from_file_name
@@ -44,15 +45,18 @@ class Ingester:
         self._store, self._db = store, db
         self._batcher = Batcher(BlockWriter(store, db).write, config.flush_interval_s, config.flush_bytes,
                                 config.max_concurrent_flushes)
-        self._sweeper: asyncio.Task | None = None
+        self._maintenance = Maintenance(config.maintenance, store, db)
+        self._loops: list[asyncio.Task] = []
 
     def start(self) -> None:
         self._batcher.start()
-        self._sweeper = asyncio.create_task(self._sweep_forever(), name="sweeper")
+        self._loops.append(asyncio.create_task(self._sweep_forever(), name="sweeper"))
+        if self.config.maintenance.interval_s > 0:
+            self._loops.append(asyncio.create_task(self._maintenance.run_forever(), name="compaction"))
 
     async def stop(self) -> None:
-        if self._sweeper:
-            self._sweeper.cancel()
+        for loop in self._loops:
+            loop.cancel()
         await self._batcher.close()
 
     async def push(self, tenant: str, series: Series, name_hint: str | None = None) -> tuple[int, int]:

@@ -95,7 +95,7 @@ def test_replacing_blocks_switches_the_index_in_one_step(db: Database) -> None:
     merged = old.take(np.arange(len(old)))
     merged = index.ProfileRows(merged.series_id, merged.time, merged.block_id, np.arange(len(old)), merged.total,
                                merged.content_hash)
-    index.replace_blocks(db, block("c1", first + second, level=1), merged, ["b1", "b2"])
+    index.replace_blocks(db, [(block("c1", first + second, level=1), merged)], ["b1", "b2"])
     rows = index.profile_rows(db, ids, 0, 2**62)
     assert sorted(zip(rows.block_id.tolist(), rows.row.tolist(), rows.total.tolist())) == \
         [("c1", 0, 1), ("c1", 1, 2), ("c1", 2, 4)]

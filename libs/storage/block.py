@@ -1,18 +1,27 @@
 """The block: one Parquet object holding many profiles of one tenant over a short window.
 
-A block has six sections, each in its own row group(s) of one wide table, told apart by the
+A block has seven sections, each in its own row group(s) of one wide table, told apart by the
 `section` column (other sections' columns are null there and cost next to nothing):
 
     strings    string                                   every symbol string, de-duplicated
     functions  function_{name,system_name,filename}     string indices; function_start_line
-    mappings   mapping_{filename,build_id}, mapping_{memory_start,memory_limit,file_offset}
-    locations  location_{function,line,address,mapping} one row per frame (a line of a location)
-    stacks     node_parent, node_location               parent-pointer tree; node 0 is the root
-    profiles   series_fingerprint, series_labels (JSON), profile_type, time_ns, duration_ns,
-               period, total, nodes (list), values (list): self value per stack node
+    mappings   mapping_{filename,build_id}, mapping_{memory_start,memory_limit,file_offset}, mapping_flags
+               (pprof's has_functions, has_filenames, has_line_numbers, has_inline_frames as bits 0-3)
+    locations  location_{function,line,column,address,mapping}, location_id: one row per frame, that is
+               per line of a pprof location; a location's lines are consecutive rows with the same
+               location_id, innermost (inlined) first. A location without lines is one row, function -1
+    labels     label_set, label_key, label_str, label_num, label_unit: pprof sample labels, one row
+               per label of each distinct label set (strings as indices); set 0 is "no labels"
+    stacks     node_parent, node_location               parent-pointer tree over frames; node 0 is the root
+    profiles   series_fingerprint, series_labels (JSON), profile_type, time_ns, duration_ns, period,
+               total, content_hash, and per profile three lists: nodes, labelsets, values, one entry
+               per distinct (stack node, label set) with its summed self value
+
+Version 1 blocks (no mapping_flags, location_id, location_column, labels, content_hash or labelsets:
+every frame its own location, no sample labels) are still read.
 
 Anyone can open a block with a Parquet reader, e.g. `SELECT * FROM 'x.parquet' WHERE section='profiles'`.
-The file metadata key `flamewatch.block` maps each section to its row groups.
+The file metadata key `flamewatch.block` maps each section to its row groups and holds the version.
 """
 
 from __future__ import annotations
@@ -29,15 +38,12 @@ import pyarrow.parquet as pq
 
 from flamewatch.pprof.profile_types import TypedProfile
 from flamewatch.pprof.wire import expand_ranges
-from flamewatch.storage.frames import (
-    Frames,
-    build_stack_tree,
-    forest_depths,
-    profile_frames,
-    unique_rows,
-)
+from flamewatch.storage.frames import forest_depths
+from flamewatch.storage.gather import Gathered, from_blocks, from_profiles
+from flamewatch.storage.symbols import SymbolPart
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 _META_KEY = b"flamewatch.block"
 
 SCHEMA = pa.schema([
@@ -52,10 +58,18 @@ SCHEMA = pa.schema([
     ("mapping_memory_start", pa.uint64()),
     ("mapping_memory_limit", pa.uint64()),
     ("mapping_file_offset", pa.uint64()),
+    ("mapping_flags", pa.int32()),
     ("location_function", pa.int32()),
     ("location_line", pa.int64()),
+    ("location_column", pa.int64()),
     ("location_address", pa.uint64()),
     ("location_mapping", pa.int32()),
+    ("location_id", pa.int32()),
+    ("label_set", pa.int32()),
+    ("label_key", pa.int32()),
+    ("label_str", pa.int32()),
+    ("label_num", pa.int64()),
+    ("label_unit", pa.int32()),
     ("node_parent", pa.int32()),
     ("node_location", pa.int32()),
     ("series_fingerprint", pa.int64()),
@@ -65,9 +79,14 @@ SCHEMA = pa.schema([
     ("duration_ns", pa.int64()),
     ("period", pa.int64()),
     ("total", pa.int64()),
+    ("content_hash", pa.int64()),
     ("nodes", pa.list_(pa.int32())),
+    ("labelsets", pa.list_(pa.int32())),
     ("values", pa.list_(pa.int64())),
 ])
+
+PROFILE_COLUMNS = ("series_fingerprint", "series_labels", "profile_type", "time_ns", "duration_ns", "period",
+                   "total", "content_hash")
 
 
 @dataclass(frozen=True, eq=False)
@@ -87,109 +106,30 @@ class BlockEntry:
 
 def write_block(entries: Sequence[BlockEntry]) -> bytes:
     """Encode entries into block bytes; entry i is row i of the profiles section."""
-    sources = _distinct_sources(entries)
-    frames = [profile_frames(p) for p in sources]
-    symbols = _Symbols.merge(sources, frames)
-    offsets, stacks = _global_stacks(frames, symbols.frame_offsets)
-    tree = build_stack_tree(offsets, stacks, len(symbols.locations["location_line"]))
-    sections = {
-        "strings": {"string": pa.array(symbols.strings, pa.string())},
-        "functions": symbols.functions,
-        "mappings": symbols.mappings,
-        "locations": symbols.locations,
-        "stacks": {"node_parent": tree.parent.astype(np.int32), "node_location": tree.frame.astype(np.int32)},
-        "profiles": _profiles_section(entries, sources, tree.leaf, offsets),
-    }
-    return _write_parquet(sections)
+    sources: dict[int, object] = {}
+    owners: dict[int, list[int]] = {}
+    values: dict[int, list[np.ndarray]] = {}
+    for i, e in enumerate(entries):
+        key = id(e.profile.source)
+        sources.setdefault(key, e.profile.source)
+        owners.setdefault(key, []).append(i)
+        values.setdefault(key, []).append(e.profile.values)
+    gathered = from_profiles(list(sources.values()), list(owners.values()), list(values.values()))
+    return _write_parquet(_sections(gathered, _entry_columns(entries)))
 
 
-def _distinct_sources(entries: Sequence[BlockEntry]) -> list:
-    seen: dict[int, object] = {}
-    for e in entries:
-        seen.setdefault(id(e.profile.source), e.profile.source)
-    return list(seen.values())
+def compact(parts: Sequence[tuple[BlockReader, np.ndarray]]) -> bytes:
+    """A new block holding the given profile rows of the given blocks (any readable version), in the
+    order given; symbols, label sets and stacks are de-duplicated across all of them and every
+    per-profile column is carried over."""
+    gathered = from_blocks([(r, np.asarray(rows, np.int64)) for r, rows in parts])
+    tables = [r.profiles.take(pa.array(np.asarray(rows, np.int64))) for r, rows in parts]
+    profiles = pa.concat_tables(tables) if tables else pa.table({c: pa.array([], SCHEMA.field(c).type)
+                                                                 for c in PROFILE_COLUMNS})
+    return _write_parquet(_sections(gathered, {c: profiles.column(c).combine_chunks() for c in PROFILE_COLUMNS}))
 
 
-@dataclass(frozen=True)
-class _Symbols:
-    strings: np.ndarray
-    functions: dict
-    mappings: dict
-    locations: dict
-    frame_offsets: list[np.ndarray]  # per source: global location id of each of its frames
-
-    @staticmethod
-    def merge(sources: list, frames: list[Frames]) -> _Symbols:
-        encoded = pa.array(np.concatenate([p.strings for p in sources]), pa.string()).dictionary_encode()
-        string_map = np.asarray(encoded.indices).astype(np.int64)
-        string_base = np.cumsum([0] + [len(p.strings) for p in sources])
-        fn_rows, fn_keys = _stack_rows([_function_keys(p, string_map[b:]) for p, b in zip(sources, string_base)])
-        mp_rows, mp_keys = _stack_rows([_mapping_keys(p, string_map[b:]) for p, b in zip(sources, string_base)])
-        fn_unique, fn_global = unique_rows(fn_keys)
-        mp_unique, mp_global = unique_rows(mp_keys)
-        loc_keys = np.concatenate([
-            _frame_keys(f, fn_global.reshape(-1)[fb:], mp_global.reshape(-1)[mb:])
-            for f, fb, mb in zip(frames, fn_rows, mp_rows)
-        ]) if frames else np.zeros((0, 4), np.int64)
-        loc_unique, loc_global = unique_rows(loc_keys)
-        loc_global = loc_global.reshape(-1)
-        frame_base = np.cumsum([0] + [len(f.function) for f in frames])
-        return _Symbols(
-            strings=encoded.dictionary.to_numpy(zero_copy_only=False),
-            functions=_columns(fn_unique, ("function_name", "function_system_name", "function_filename",
-                                           "function_start_line"), (np.int32, np.int32, np.int32, np.int64)),
-            mappings=_columns(mp_unique, ("mapping_filename", "mapping_build_id", "mapping_memory_start",
-                                          "mapping_memory_limit", "mapping_file_offset"),
-                              (np.int32, np.int32, np.uint64, np.uint64, np.uint64)),
-            locations=_columns(loc_unique, ("location_function", "location_line", "location_address",
-                                            "location_mapping"), (np.int32, np.int64, np.uint64, np.int32)),
-            frame_offsets=[loc_global[a:b] for a, b in zip(frame_base[:-1], frame_base[1:])],
-        )
-
-
-def _stack_rows(tables: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Row offset of each table in the concatenation, and the concatenation."""
-    starts = np.cumsum([0] + [len(t) for t in tables])[:-1]
-    width = tables[0].shape[1] if tables else 0
-    return starts, (np.concatenate(tables) if tables else np.zeros((0, width), np.int64))
-
-
-def _function_keys(p, strings: np.ndarray) -> np.ndarray:
-    f = p.functions
-    return np.stack([strings[f.name], strings[f.system_name], strings[f.filename], f.start_line], axis=1) \
-        .reshape(-1, 4).astype(np.int64)
-
-
-def _mapping_keys(p, strings: np.ndarray) -> np.ndarray:
-    m = p.mappings
-    cols = [strings[m.filename], strings[m.build_id], m.memory_start.view(np.int64),
-            m.memory_limit.view(np.int64), m.file_offset.view(np.int64)]
-    return np.stack(cols, axis=1).reshape(-1, 5).astype(np.int64)
-
-
-def _frame_keys(f: Frames, fn_global: np.ndarray, mp_global: np.ndarray) -> np.ndarray:
-    function = np.where(f.function >= 0, fn_global[np.maximum(f.function, 0)] if len(fn_global) else -1, -1)
-    mapping = np.where(f.mapping >= 0, mp_global[np.maximum(f.mapping, 0)] if len(mp_global) else -1, -1)
-    return np.stack([function, f.line, f.address.view(np.int64), mapping], axis=1).reshape(-1, 4)
-
-
-def _columns(rows: np.ndarray, names: tuple[str, ...], types: tuple) -> dict:
-    return {name: rows[:, i].astype(np.int64).astype(t) if t is not np.uint64 else rows[:, i].view(np.uint64)
-            for i, (name, t) in enumerate(zip(names, types))}
-
-
-def _global_stacks(frames: list[Frames], frame_maps: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """All samples of all sources as one stack list over global location ids."""
-    stacks = [m[f.sample_frames] for f, m in zip(frames, frame_maps)]
-    lengths = np.concatenate([np.diff(f.sample_offsets) for f in frames]) if frames else np.zeros(0, np.int64)
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    return offsets, (np.concatenate(stacks) if stacks else np.zeros(0, np.int64))
-
-
-def _profiles_section(entries: Sequence[BlockEntry], sources: list, leaf: np.ndarray, offsets) -> dict:
-    source_base = {id(p): base for p, base in zip(sources, np.cumsum([0] + [len(p.samples) for p in sources]))}
-    sample_node = [leaf[source_base[id(e.profile.source)]:][: len(e.profile.values)] for e in entries]
-    node_lists, value_lists = _aggregate_per_profile(sample_node, [e.profile.values for e in entries])
+def _entry_columns(entries: Sequence[BlockEntry]) -> dict:
     return {
         "series_fingerprint": np.array([e.fingerprint for e in entries], np.int64),
         "series_labels": pa.array([json.dumps(e.labels, sort_keys=True) for e in entries], pa.string()),
@@ -198,26 +138,36 @@ def _profiles_section(entries: Sequence[BlockEntry], sources: list, leaf: np.nda
         "duration_ns": np.array([e.duration_ns for e in entries], np.int64),
         "period": np.array([e.profile.source.period for e in entries], np.int64),
         "total": np.array([e.profile.total for e in entries], np.int64),
-        "nodes": node_lists,
-        "values": value_lists,
+        "content_hash": np.array([e.content_hash for e in entries], np.int64),
     }
 
 
-def _aggregate_per_profile(nodes: list[np.ndarray], values: list[np.ndarray]) -> tuple[pa.Array, pa.Array]:
-    """Per profile, the summed value of each stack node that has one, as two list columns."""
-    owner = np.repeat(np.arange(len(nodes)), [len(n) for n in nodes])
-    node = np.concatenate(nodes) if nodes else np.zeros(0, np.int64)
-    value = np.concatenate(values) if values else np.zeros(0, np.int64)
-    keep = value != 0
-    owner, node, value = owner[keep], node[keep], value[keep]
-    width = int(node.max()) + 1 if len(node) else 1
-    unique, inverse = np.unique(owner * width + node, return_inverse=True)
-    sums = np.zeros(len(unique), np.int64)
-    np.add.at(sums, inverse, value)
-    per_profile = np.bincount(unique // width, minlength=len(nodes))
-    list_offsets = pa.array(np.concatenate([[0], np.cumsum(per_profile)]).astype(np.int32))
-    return (pa.ListArray.from_arrays(list_offsets, pa.array((unique % width).astype(np.int32))),
-            pa.ListArray.from_arrays(list_offsets, pa.array(sums)))
+def _sections(g: Gathered, profile_columns: dict) -> dict[str, dict]:
+    sym = g.symbols
+    fn, mp, fr, lb = sym.functions, sym.mappings, sym.frames, sym.labels
+    return {
+        "strings": {"string": pa.array(sym.strings, pa.string())},
+        "functions": {"function_name": fn[:, 0], "function_system_name": fn[:, 1], "function_filename": fn[:, 2],
+                      "function_start_line": fn[:, 3]},
+        "mappings": {"mapping_filename": mp[:, 0], "mapping_build_id": mp[:, 1],
+                     "mapping_memory_start": mp[:, 2].view(np.uint64), "mapping_memory_limit": mp[:, 3].view(np.uint64),
+                     "mapping_file_offset": mp[:, 4].view(np.uint64), "mapping_flags": mp[:, 5]},
+        "locations": {"location_function": fr["function"], "location_line": fr["line"],
+                      "location_column": fr["column"], "location_address": fr["address"].view(np.uint64),
+                      "location_mapping": fr["mapping"], "location_id": fr["location"]},
+        "labels": {"label_set": lb["set"], "label_key": lb["key"], "label_str": lb["str"], "label_num": lb["num"],
+                   "label_unit": lb["unit"]},
+        "stacks": {"node_parent": g.node_parent, "node_location": g.node_frame},
+        "profiles": {**profile_columns, **_entry_lists(g)},
+    }
+
+
+def _entry_lists(g: Gathered) -> dict:
+    per_profile = np.bincount(g.owner, minlength=g.n_profiles)
+    offsets = pa.array(np.concatenate([[0], np.cumsum(per_profile)]).astype(np.int32))
+    return {"nodes": pa.ListArray.from_arrays(offsets, pa.array(g.node.astype(np.int32))),
+            "labelsets": pa.ListArray.from_arrays(offsets, pa.array(g.label_set.astype(np.int32))),
+            "values": pa.ListArray.from_arrays(offsets, pa.array(g.value.astype(np.int64)))}
 
 
 def _write_parquet(sections: dict[str, dict]) -> bytes:
@@ -242,7 +192,11 @@ def _section_table(name: str, columns: dict, n: int) -> pa.Table:
         if f.name == "section":
             arrays.append(pa.array(np.full(n, name), pa.string()))  # from numpy: no list of n strings
         elif f.name in columns:
-            arrays.append(pa.array(columns[f.name], f.type))
+            column = columns[f.name]
+            arrays.append(column if isinstance(column, pa.Array) and column.type == f.type
+                          else pa.array(np.asarray(column).astype(f.type.to_pandas_dtype())
+                                        if not isinstance(column, pa.Array) and pa.types.is_integer(f.type)
+                                        else column, f.type))
         else:
             arrays.append(pa.nulls(n, f.type))
     return pa.Table.from_arrays(arrays, schema=SCHEMA)
@@ -258,8 +212,10 @@ class BlockReader:
         self.nbytes = len(data)
         self._file = pq.ParquetFile(pa.BufferReader(data))
         meta = json.loads(self._file.schema_arrow.metadata[_META_KEY])
-        if meta["version"] != FORMAT_VERSION:
-            raise ValueError(f"unsupported block format version {meta['version']}")
+        if meta["version"] not in READABLE_VERSIONS:
+            raise ValueError(f"unsupported block format version {meta['version']}; this build reads versions "
+                             f"{', '.join(map(str, READABLE_VERSIONS))}")
+        self.version: int = meta["version"]
         self._sections: dict[str, list[int]] = meta["sections"]
 
     def _read(self, section: str, columns: list[str]) -> pa.Table:
@@ -271,6 +227,12 @@ class BlockReader:
     def _numpy(self, section: str, column: str) -> np.ndarray:
         return self._read(section, [column]).column(0).to_numpy()
 
+    def _ints(self, section: str, column: str, v1_default: int | None = None, rows: int = 0) -> np.ndarray:
+        """An integer column as int64; a column version 1 lacks is `v1_default` in every row."""
+        if self.version == 1 and v1_default is not None:
+            return np.full(rows, v1_default, np.int64)
+        return self._numpy(section, column).astype(np.int64)
+
     @cached_property
     def strings(self) -> np.ndarray:
         return self._read("strings", ["string"]).column(0).to_numpy(zero_copy_only=False)
@@ -281,29 +243,49 @@ class BlockReader:
 
     @cached_property
     def node_location(self) -> np.ndarray:
+        """The frame (a row of the locations section) of each stack node; -1 for the root."""
         return self._numpy("stacks", "node_location").astype(np.int64)
 
     @cached_property
     def profiles(self) -> pa.Table:
-        return self._read("profiles", ["series_fingerprint", "series_labels", "profile_type", "time_ns",
-                                       "duration_ns", "period", "total"])
+        """One row per profile: series, type, time, duration, period, total and content hash."""
+        if self.version >= 2:
+            return self._read("profiles", list(PROFILE_COLUMNS))
+        table = self._read("profiles", list(PROFILE_COLUMNS[:-1]))
+        return table.append_column("content_hash", pa.array(np.zeros(table.num_rows, np.int64)))
 
     @cached_property
-    def _lists(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        table = self._read("profiles", ["nodes", "values"]).combine_chunks()
+    def _lists(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        names = ["nodes", "values"] if self.version == 1 else ["nodes", "values", "labelsets"]
+        table = self._read("profiles", names).combine_chunks()
         nodes, values = table.column(0).chunk(0), table.column(1).chunk(0)
-        return (nodes.offsets.to_numpy().astype(np.int64), nodes.values.to_numpy().astype(np.int64),
+        sets = (table.column(2).chunk(0).values.to_numpy().astype(np.int64) if self.version >= 2
+                else np.zeros(len(nodes.values), np.int64))
+        return (nodes.offsets.to_numpy().astype(np.int64), nodes.values.to_numpy().astype(np.int64), sets,
                 values.values.to_numpy())
 
-    def entries(self, rows: np.ndarray, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """(stack node, self value) of every entry of the given profile rows; values float64 when weighted."""
-        offsets, nodes, values = self._lists
+    @property
+    def entry_offsets(self) -> np.ndarray:
+        """Profile row i's entries are entries [offsets[i], offsets[i + 1])."""
+        return self._lists[0]
+
+    def sample_entries(self, rows: np.ndarray, weights: np.ndarray | None = None
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(stack node, label set, self value) of every entry of the given profile rows; values are
+        float64 when weighted."""
+        offsets, nodes, sets, values = self._lists
         rows = np.asarray(rows, np.int64)
         counts = offsets[rows + 1] - offsets[rows]
         picked = expand_ranges(offsets[rows], counts)
         if weights is None:
-            return nodes[picked], values[picked]
-        return nodes[picked], values[picked] * np.repeat(np.asarray(weights, np.float64), counts)
+            return nodes[picked], sets[picked], values[picked]
+        return nodes[picked], sets[picked], values[picked] * np.repeat(np.asarray(weights, np.float64), counts)
+
+    def entries(self, rows: np.ndarray, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(stack node, self value) of every entry of the given profile rows; values float64 when weighted.
+        A node appears once per label set it has values under."""
+        nodes, _, values = self.sample_entries(rows, weights)
+        return nodes, values
 
     def node_values(self, rows: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
         """Self value per stack node summed over profile rows; float64 when weighted."""
@@ -312,21 +294,78 @@ class BlockReader:
         np.add.at(out, nodes, values)
         return out
 
-    @cached_property
-    def _locations(self) -> pa.Table:
-        return self._read("locations", ["location_function", "location_line", "location_address",
-                                        "location_mapping"])
+    # -------------------------------------------------------------------------------------- symbols
 
     @cached_property
-    def _functions(self) -> pa.Table:
-        return self._read("functions", ["function_name", "function_system_name", "function_filename",
-                                        "function_start_line"])
+    def frames(self) -> dict[str, np.ndarray]:
+        """Per frame (row of the locations section): function row (-1: none), line, column, address
+        (uint64), mapping row (-1: none) and location id; a location's frames are consecutive."""
+        n = self._file.metadata.row_group(self._sections["locations"][0]).num_rows \
+            if self._sections.get("locations") else 0
+        return {
+            "function": self._ints("locations", "location_function"),
+            "line": self._ints("locations", "location_line"),
+            "column": self._ints("locations", "location_column", 0, n),
+            "address": self._numpy("locations", "location_address").astype(np.uint64),
+            "mapping": self._ints("locations", "location_mapping"),
+            "location": self._ints("locations", "location_id") if self.version >= 2 else np.arange(n, dtype=np.int64),
+        }
+
+    @cached_property
+    def functions(self) -> dict[str, np.ndarray]:
+        """Per function: name, system_name, filename (string indices) and start_line."""
+        return {c: self._ints("functions", f"function_{c}") for c in ("name", "system_name", "filename", "start_line")}
+
+    @cached_property
+    def mappings(self) -> dict[str, np.ndarray]:
+        """Per mapping: filename, build_id (string indices), memory_start, memory_limit, file_offset
+        (uint64) and flags (bits: has_functions, has_filenames, has_line_numbers, has_inline_frames)."""
+        n = self._file.metadata.row_group(self._sections["mappings"][0]).num_rows \
+            if self._sections.get("mappings") else 0
+        out = {c: self._ints("mappings", f"mapping_{c}") for c in ("filename", "build_id")}
+        for c in ("memory_start", "memory_limit", "file_offset"):
+            out[c] = self._numpy("mappings", f"mapping_{c}").astype(np.uint64)
+        out["flags"] = self._ints("mappings", "mapping_flags", 0, n)
+        return out
+
+    @cached_property
+    def label_sets(self) -> dict[str, np.ndarray]:
+        """One row per label of each label set: set, key, str, unit (string indices) and num."""
+        if self.version == 1:
+            return {c: np.zeros(0, np.int64) for c in ("set", "key", "str", "num", "unit")}
+        return {c: self._ints("labels", f"label_{c}") for c in ("set", "key", "str", "num", "unit")}
+
+    @cached_property
+    def symbol_part(self) -> SymbolPart:
+        """This block's symbols as one part of a merge (see `symbols`)."""
+        fr, fn, mp, lb = self.frames, self.functions, self.mappings, self.label_sets
+        n_locations = int(fr["location"].max(initial=-1)) + 1
+        first = np.searchsorted(fr["location"], np.arange(n_locations))
+        has_line = fr["function"] >= 0
+        line_counts = np.bincount(fr["location"][has_line], minlength=n_locations)
+        return SymbolPart(
+            strings=self.strings,
+            functions=np.stack([fn["name"], fn["system_name"], fn["filename"], fn["start_line"]], axis=1),
+            mappings=np.stack([mp["filename"], mp["build_id"], mp["memory_start"].view(np.int64),
+                               mp["memory_limit"].view(np.int64), mp["file_offset"].view(np.int64), mp["flags"]],
+                              axis=1),
+            loc_address=fr["address"][first].view(np.int64),
+            loc_mapping=fr["mapping"][first],
+            line_offsets=np.concatenate([[0], np.cumsum(line_counts)]).astype(np.int64),
+            line_function=fr["function"][has_line],
+            line_line=fr["line"][has_line],
+            line_column=fr["column"][has_line],
+            frame_location=fr["location"],
+            frame_line=np.arange(len(fr["location"])) - first[fr["location"]],
+            label_set=lb["set"], label_key=lb["key"], label_str=lb["str"], label_num=lb["num"], label_unit=lb["unit"],
+            n_label_sets=int(lb["set"].max(initial=0)),
+        )
 
     def _location_names(self) -> np.ndarray:
-        """Function name of each location; unsymbolized locations are shown by address."""
-        function = self._locations.column("location_function").to_numpy()
-        name_index = self._functions.column("function_name").to_numpy()
-        address = self._locations.column("location_address").to_numpy()
+        """Function name of each frame; unsymbolized frames are shown by address."""
+        function = self.frames["function"]
+        name_index = self.functions["name"]
+        address = self.frames["address"]
         names = np.empty(len(function), object)
         known = function >= 0
         names[known] = self.strings[name_index[function[known]]]
@@ -351,18 +390,17 @@ class BlockReader:
         return names
 
     def location_table(self) -> dict[str, np.ndarray]:
-        """Per location: function name, system name and file name strings, line, address."""
-        loc, fn = self._locations, self._functions
-        function = loc.column("location_function").to_numpy()
+        """Per frame: function name, system name and file name strings, line, address."""
+        function = self.frames["function"]
         safe = np.maximum(function, 0)
         def string_col(col: str) -> np.ndarray:
-            idx = fn.column(col).to_numpy()
+            idx = self.functions[col]
             out = self.strings[idx[safe]] if len(idx) else np.full(len(function), "", object)
             return np.where(function >= 0, out, "")
         return {
             "name": self.location_names,
-            "system_name": string_col("function_system_name"),
-            "filename": string_col("function_filename"),
-            "line": loc.column("location_line").to_numpy(),
-            "address": loc.column("location_address").to_numpy(),
+            "system_name": string_col("system_name"),
+            "filename": string_col("filename"),
+            "line": self.frames["line"],
+            "address": self.frames["address"],
         }

@@ -110,3 +110,63 @@ def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         unique, inverse = np.unique(rows, axis=0, return_inverse=True)
         return unique, inverse.reshape(-1)
     return rows[first], inverse.reshape(-1)
+
+
+def unique_ragged(heads: np.ndarray, offsets: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, np.ndarray,
+                                                                                        np.ndarray, np.ndarray]:
+    """Distinct rows where a row is `heads[i]` followed by its run of `items[offsets[i]:offsets[i+1]]`.
+
+    Returns the distinct rows' heads, their run offsets and items, and each input row's index among them.
+    Rows are grouped by run length and each group is one matrix for `unique_rows`, so memory stays
+    proportional to the input however long the longest run is; the loop runs once per distinct length.
+    """
+    lengths = np.diff(offsets)
+    inverse = np.zeros(len(heads), np.int64)
+    out_heads, out_lengths, out_items = [], [], []
+    base = 0
+    for length in np.unique(lengths).tolist():
+        rows = np.flatnonzero(lengths == length)
+        run = items[expand_ranges(offsets[rows], np.full(len(rows), length))].reshape(len(rows), -1)
+        unique, which = unique_rows(np.concatenate([heads[rows], run], axis=1))
+        inverse[rows] = base + which
+        out_heads.append(unique[:, : heads.shape[1]])
+        out_items.append(unique[:, heads.shape[1]:].reshape(-1, items.shape[1]))
+        out_lengths.append(np.full(len(unique), length, np.int64))
+        base += len(unique)
+    if not out_heads:
+        return heads[:0], np.zeros(1, np.int64), items[:0], inverse
+    run_lengths = np.concatenate(out_lengths)
+    return (np.concatenate(out_heads), np.concatenate([[0], np.cumsum(run_lengths)]).astype(np.int64),
+            np.concatenate(out_items), inverse)
+
+
+def merge_forests(parents: list[np.ndarray], frames: list[np.ndarray], depths: list[np.ndarray],
+                  used: list[np.ndarray]) -> tuple[StackTree, list[np.ndarray]]:
+    """One stack tree from several (node 0 of each is its root), keeping the `used` nodes and their
+    ancestors; frames are already global. Returns the tree and, per input, each node's new id (-1 when
+    dropped). Level by level, a node's id is the rank of (parent's new id, frame) among the level's pairs."""
+    sizes = np.array([len(p) for p in parents], np.int64)
+    base = np.cumsum(sizes) - sizes
+    parent = np.concatenate([np.where(p < 0, -1, p + b) for p, b in zip(parents, base)]) if parents else \
+        np.full(0, -1, np.int64)
+    frame = np.concatenate(frames).astype(np.int64) if frames else np.zeros(0, np.int64)
+    depth = np.concatenate(depths).astype(np.int64) if depths else np.zeros(0, np.int64)
+    keep = np.concatenate(used).astype(bool) if used else np.zeros(0, bool)
+    keep[depth == 0] = True
+    by_depth = [np.flatnonzero(depth == d) for d in range(int(depth.max(initial=0)) + 1)]
+    for level in reversed(by_depth[1:]):
+        keep[parent[level[keep[level]]]] = True
+    ids = np.full(len(parent), -1, np.int64)
+    ids[depth == 0] = 0
+    out_parent, out_frame, count = [np.array([-1])], [np.array([-1])], 1
+    width = int(frame.max(initial=0)) + 2
+    for level in by_depth[1:]:
+        level = level[keep[level]]
+        key = ids[parent[level]] * width + frame[level]
+        unique, inverse = np.unique(key, return_inverse=True)
+        ids[level] = count + inverse.reshape(-1)
+        out_parent.append(unique // width)
+        out_frame.append(unique % width)
+        count += len(unique)
+    tree = StackTree(np.concatenate(out_parent), np.concatenate(out_frame), np.zeros(0, np.int64))
+    return tree, np.split(ids, np.cumsum(sizes)[:-1])

@@ -1,0 +1,113 @@
+"""The symbols, stack tree and per-profile (stack node, label set) values of chosen profiles, gathered
+from pprof sources (to write a block) or from stored blocks (to compact them or render a merge).
+
+Either way the result is one `Gathered`: symbols de-duplicated across all inputs (see `symbols`), one
+parent-pointer stack tree over global frames, and one row per distinct (profile, node, label set) with
+its summed value, ordered by profile. Everything is vectorised; loops run once per input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from flamewatch.pprof.model import Profile
+from flamewatch.storage.frames import build_stack_tree, merge_forests, unique_rows
+from flamewatch.storage.symbols import SymbolPart, Symbols, merge_symbols, profile_part, sample_frames
+
+
+@dataclass(frozen=True, eq=False)
+class Gathered:
+    symbols: Symbols
+    node_parent: np.ndarray  # int64, node 0 is the root
+    node_frame: np.ndarray  # int64 global frame, -1 for the root
+    owner: np.ndarray  # int64 output profile of each entry, ascending
+    node: np.ndarray  # int64
+    label_set: np.ndarray  # int64, 0 = no labels
+    value: np.ndarray  # int64, or float64 when weighted
+    n_profiles: int
+
+
+class StoredProfiles(Protocol):
+    """What gathering needs from a block reader."""
+
+    @property
+    def symbol_part(self) -> SymbolPart: ...
+    @property
+    def node_parent(self) -> np.ndarray: ...
+    @property
+    def node_location(self) -> np.ndarray: ...
+    @property
+    def node_depth(self) -> np.ndarray: ...
+    @property
+    def entry_offsets(self) -> np.ndarray: ...
+    def sample_entries(self, rows: np.ndarray, weights: np.ndarray | None = None
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+
+
+def from_profiles(sources: Sequence[Profile], owners: Sequence[Sequence[int]],
+                  values: Sequence[Sequence[np.ndarray]]) -> Gathered:
+    """Source i's samples carry `values[i][j]` for output profile `owners[i][j]`."""
+    symbols = merge_symbols([profile_part(p) for p in sources])
+    stacks = [sample_frames(p) for p in sources]
+    lengths = np.concatenate([np.diff(o) for o, _ in stacks]) if stacks else np.zeros(0, np.int64)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    frames = np.concatenate([m[f] for (_, f), m in zip(stacks, symbols.frame_maps)]) if stacks else \
+        np.zeros(0, np.int64)
+    tree = build_stack_tree(offsets, frames, len(symbols.frames["function"]))
+    base = np.cumsum([0] + [len(p.samples) for p in sources])
+    sample_sets = [m[1:] for m in symbols.label_set_maps]
+    parts = [(np.full(len(v), o, np.int64), tree.leaf[b: b + len(v)], sets, np.asarray(v))
+             for src_owners, src_values, b, sets in zip(owners, values, base, sample_sets)
+             for o, v in zip(src_owners, src_values)]
+    n = 1 + max((o for src in owners for o in src), default=-1)
+    return _aggregate(symbols, tree.parent, tree.frame, parts, n)
+
+
+def from_blocks(parts: Sequence[tuple[StoredProfiles, np.ndarray]], weights: Sequence[np.ndarray] | None = None,
+                one_profile: bool = False) -> Gathered:
+    """The given rows of the given blocks, as consecutive output profiles in the order given (or, with
+    `one_profile`, all summed into profile 0); `weights[i]` scales the values of part i's rows."""
+    readers = [r for r, _ in parts]
+    symbols = merge_symbols([r.symbol_part for r in readers])
+    picked, used = [], []
+    start = 0
+    for i, (reader, rows) in enumerate(parts):
+        rows = np.asarray(rows, np.int64)
+        nodes, sets, values = reader.sample_entries(rows, None if weights is None else weights[i])
+        counts = _entry_counts(reader, rows)
+        owner = np.zeros(len(nodes), np.int64) if one_profile else np.repeat(start + np.arange(len(rows)), counts)
+        picked.append((owner, nodes, symbols.label_set_maps[i][sets], values))
+        mask = np.zeros(len(reader.node_parent), bool)
+        mask[nodes] = True
+        used.append(mask)
+        start += len(rows)
+    frames = [np.where(r.node_location >= 0, m[np.maximum(r.node_location, 0)] if len(m) else -1, -1)
+              for r, m in zip(readers, symbols.frame_maps)]
+    tree, node_maps = merge_forests([r.node_parent for r in readers], frames, [r.node_depth for r in readers], used)
+    entries = [(o, m[n], s, v) for (o, n, s, v), m in zip(picked, node_maps)]
+    return _aggregate(symbols, tree.parent, tree.frame, entries, 1 if one_profile else start)
+
+
+def _entry_counts(reader: StoredProfiles, rows: np.ndarray) -> np.ndarray:
+    offsets = reader.entry_offsets
+    return offsets[rows + 1] - offsets[rows]
+
+
+def _aggregate(symbols: Symbols, parent: np.ndarray, frame: np.ndarray, parts: list, n_profiles: int) -> Gathered:
+    """One row per distinct (owner, node, label set) with its summed value; zero values are dropped."""
+    cols = [np.concatenate([np.asarray(p[c]) for p in parts]) if parts else np.zeros(0, np.int64) for c in range(4)]
+    owner, node, label_set, value = cols
+    dtype = np.result_type(np.int64, value.dtype)
+    keep = value != 0
+    keys = np.stack([owner[keep], node[keep], label_set[keep]], axis=1).astype(np.int64)
+    unique, inverse = unique_rows(keys)
+    sums = np.zeros(len(unique), dtype)
+    np.add.at(sums, inverse, value[keep].astype(dtype))
+    order = np.lexsort(unique.T[::-1]) if len(unique) else np.zeros(0, np.int64)
+    unique, sums = unique[order], sums[order]
+    return Gathered(symbols, parent.astype(np.int64), frame.astype(np.int64), unique[:, 0], unique[:, 1],
+                    unique[:, 2], sums, n_profiles)

@@ -1,0 +1,203 @@
+"""Symbols of many sources (pprof profiles or stored blocks) merged into one de-duplicated set.
+
+Each source is first described as a `SymbolPart`: its strings, functions, mappings, locations with
+all their lines, the frames its stacks use (one per line of a location, innermost first) and its
+sample label sets, every reference a row number into its own tables. `merge_symbols` interns the
+strings and de-duplicates functions, mappings, locations (by address, mapping and every line) and
+label sets (by their sorted labels) across all parts, and says where each part's frames and label
+sets went. Frames are numbered so that a location's lines are consecutive, innermost first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from flamewatch.pprof.model import Profile
+from flamewatch.pprof.wire import expand_ranges
+from flamewatch.storage.frames import rows_of, unique_ragged, unique_rows
+
+# pprof Mapping has_* flags, one bit each in the stored mapping_flags.
+MAPPING_FLAG_BITS = ("has_functions", "has_filenames", "has_line_numbers", "has_inline_frames")
+FUNCTION_STRINGS = (0, 1, 2)  # columns of a function row that are string indices
+MAPPING_STRINGS = (0, 1)
+
+
+@dataclass(frozen=True, eq=False)
+class SymbolPart:
+    """One source's symbols; every index is a row of this part's own tables (-1: none)."""
+
+    strings: np.ndarray  # object
+    functions: np.ndarray  # int64 [n, 4]: name, system_name, filename, start_line
+    mappings: np.ndarray  # int64 [n, 6]: filename, build_id, memory_start, memory_limit, file_offset, flags
+    loc_address: np.ndarray  # int64 (the uint64 bits)
+    loc_mapping: np.ndarray  # int64
+    line_offsets: np.ndarray  # int64 [locations + 1]
+    line_function: np.ndarray  # int64
+    line_line: np.ndarray  # int64
+    line_column: np.ndarray  # int64
+    frame_location: np.ndarray  # int64 location of each frame the stacks use
+    frame_line: np.ndarray  # int64 its line within the location (0 for a location without lines)
+    label_set: np.ndarray  # int64 local label set id of each label row, 1..n_label_sets
+    label_key: np.ndarray  # int64 string index
+    label_str: np.ndarray  # int64 string index
+    label_num: np.ndarray  # int64
+    label_unit: np.ndarray  # int64 string index
+    n_label_sets: int
+
+
+@dataclass(frozen=True, eq=False)
+class Symbols:
+    """The merged tables and where each part's frames and label sets landed."""
+
+    strings: np.ndarray  # object, distinct
+    functions: np.ndarray  # int64 [n, 4] over `strings`
+    mappings: np.ndarray  # int64 [n, 6] over `strings`
+    frames: dict[str, np.ndarray]  # function, line, column, address, mapping, location: one row per frame
+    labels: dict[str, np.ndarray]  # set, key, str, num, unit: one row per label; set 0 is the empty set
+    frame_maps: list[np.ndarray]  # per part: global frame of each local frame
+    label_set_maps: list[np.ndarray]  # per part: global label set of each local set (index 0: the empty set)
+
+
+# ------------------------------------------------------------------------------------------ parts
+
+
+def profile_part(p: Profile) -> SymbolPart:
+    """A decoded pprof's symbols; its frames are every line of every location, in location order."""
+    loc, fn, mp, s = p.locations, p.functions, p.mappings, p.samples
+    nlines = np.diff(loc.line_offsets)
+    per_location = np.maximum(nlines, 1)
+    frame_location = np.repeat(np.arange(len(loc)), per_location)
+    first = np.cumsum(per_location) - per_location
+    flags = np.zeros(len(mp), np.int64)
+    for bit, name in enumerate(MAPPING_FLAG_BITS):
+        flags |= getattr(mp, name).astype(np.int64) << bit
+    mapped = loc.mapping_id != 0
+    loc_mapping = np.full(len(loc), -1, np.int64)
+    loc_mapping[mapped] = rows_of(loc.mapping_id[mapped], mp.id)
+    return SymbolPart(
+        strings=p.strings,
+        functions=np.stack([fn.name, fn.system_name, fn.filename, fn.start_line], axis=1).reshape(-1, 4)
+        .astype(np.int64),
+        mappings=np.stack([mp.filename, mp.build_id, mp.memory_start.view(np.int64), mp.memory_limit.view(np.int64),
+                           mp.file_offset.view(np.int64), flags],
+                          axis=1).reshape(-1, 6).astype(np.int64),
+        loc_address=loc.address.view(np.int64),
+        loc_mapping=loc_mapping,
+        line_offsets=loc.line_offsets.astype(np.int64),
+        line_function=rows_of(loc.line_function_id, fn.id) if len(loc.line_function_id) else np.zeros(0, np.int64),
+        line_line=loc.line_line.astype(np.int64),
+        line_column=loc.line_column.astype(np.int64),
+        frame_location=frame_location,
+        frame_line=np.arange(len(frame_location)) - first[frame_location],
+        label_set=s.label_sample.astype(np.int64) + 1,  # one local set per sample: sample i is set i + 1
+        label_key=s.label_key, label_str=s.label_str, label_num=s.label_num, label_unit=s.label_num_unit,
+        n_label_sets=len(s),
+    )
+
+
+def sample_frames(p: Profile) -> tuple[np.ndarray, np.ndarray]:
+    """Each sample's stack as frames of `profile_part(p)`, leaf first: (offsets [n + 1], frames)."""
+    loc = p.locations
+    per_location = np.maximum(np.diff(loc.line_offsets), 1)
+    first = np.cumsum(per_location) - per_location
+    sample_loc = rows_of(p.samples.locations, loc.id)
+    counts = per_location[sample_loc]
+    running = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    return running[p.samples.offsets], expand_ranges(first[sample_loc], counts)
+
+
+# ------------------------------------------------------------------------------------------ merging
+
+
+def merge_symbols(parts: list[SymbolPart]) -> Symbols:
+    strings, string_maps = _merge_strings(parts)
+    functions, fn_maps = _merge_tables([_restring(p.functions, m, FUNCTION_STRINGS)
+                                        for p, m in zip(parts, string_maps)], 4)
+    mappings, mp_maps = _merge_tables([_restring(p.mappings, m, MAPPING_STRINGS)
+                                       for p, m in zip(parts, string_maps)], 6)
+    frames, frame_maps = _merge_locations(parts, fn_maps, mp_maps)
+    labels, label_maps = _merge_label_sets(parts, string_maps)
+    return Symbols(strings, functions, mappings, frames, labels, frame_maps, label_maps)
+
+
+def _merge_strings(parts: list[SymbolPart]) -> tuple[np.ndarray, list[np.ndarray]]:
+    tables = [np.asarray(p.strings, object) for p in parts]
+    encoded = pa.array(np.concatenate(tables) if tables else np.zeros(0, object), pa.string()).dictionary_encode()
+    index = np.asarray(encoded.indices).astype(np.int64)
+    bounds = np.cumsum([0] + [len(t) for t in tables])
+    return (encoded.dictionary.to_numpy(zero_copy_only=False),
+            [index[a:b] for a, b in zip(bounds[:-1], bounds[1:])])
+
+
+def _restring(rows: np.ndarray, string_map: np.ndarray, columns: tuple[int, ...]) -> np.ndarray:
+    out = rows.copy()
+    for c in columns:
+        out[:, c] = string_map[rows[:, c]] if len(rows) else out[:, c]
+    return out
+
+
+def _merge_tables(tables: list[np.ndarray], width: int) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Distinct rows of all tables and, per table, each row's index among them."""
+    bounds = np.cumsum([0] + [len(t) for t in tables])
+    unique, inverse = unique_rows(np.concatenate(tables) if tables else np.zeros((0, width), np.int64))
+    return unique, [inverse[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def _lookup(table_map: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Global row of each local row, -1 staying -1."""
+    if len(table_map) == 0:
+        return np.full(len(rows), -1, np.int64)
+    return np.where(rows >= 0, table_map[np.maximum(rows, 0)], -1)
+
+
+def _merge_locations(parts: list[SymbolPart], fn_maps: list[np.ndarray], mp_maps: list[np.ndarray]):
+    """Locations are equal when address, mapping and every line (function, line, column) are."""
+    heads = [np.stack([p.loc_address, _lookup(m, p.loc_mapping)], axis=1) for p, m in zip(parts, mp_maps)]
+    lines = [np.stack([_lookup(f, p.line_function), p.line_line, p.line_column], axis=1)
+             for p, f in zip(parts, fn_maps)]
+    counts = [len(p.loc_address) for p in parts]
+    offsets = np.concatenate([[0], np.cumsum(np.concatenate([np.diff(p.line_offsets) for p in parts]))]) \
+        if parts else np.zeros(1, np.int64)
+    head, line_offsets, line, inverse = unique_ragged(
+        np.concatenate(heads) if heads else np.zeros((0, 2), np.int64), offsets.astype(np.int64),
+        np.concatenate(lines) if lines else np.zeros((0, 3), np.int64))
+    nlines = np.diff(line_offsets)
+    per_location = np.maximum(nlines, 1)
+    first = np.cumsum(per_location) - per_location
+    owner = np.repeat(np.arange(len(head)), per_location)
+    within = np.arange(len(owner)) - first[owner]
+    has_line = nlines[owner] > 0
+    line_row = np.where(has_line, line_offsets[owner] + within, 0)
+    def line_col(c: int, missing: int) -> np.ndarray:
+        return np.where(has_line, line[line_row, c] if len(line) else missing, missing)
+    frames = {"function": line_col(0, -1), "line": line_col(1, 0), "column": line_col(2, 0),
+              "address": head[owner, 0], "mapping": head[owner, 1], "location": owner}
+    bounds = np.cumsum([0] + counts)
+    frame_maps = [first[inverse[a:b]][p.frame_location] + p.frame_line if len(p.frame_location) else
+                  np.zeros(0, np.int64) for p, a, b in zip(parts, bounds[:-1], bounds[1:])]
+    return frames, frame_maps
+
+
+def _merge_label_sets(parts: list[SymbolPart], string_maps: list[np.ndarray]):
+    """Label sets are equal when their sorted (key, str, num, unit) rows are. Every part's local set 0
+    is empty, and runs are grouped by length shortest first, so the empty set is global set 0."""
+    sizes = np.array([p.n_label_sets + 1 for p in parts], np.int64)
+    starts = np.cumsum(sizes) - sizes
+    rows = [np.stack([p.label_set + s, _restrung(m, p.label_key), _restrung(m, p.label_str), p.label_num,
+                      _restrung(m, p.label_unit)], axis=1).reshape(-1, 5)
+            for p, m, s in zip(parts, string_maps, starts.tolist())]
+    table = np.concatenate(rows) if rows else np.zeros((0, 5), np.int64)
+    table = table[np.lexsort(table.T[::-1])]
+    offsets = np.concatenate([[0], np.cumsum(np.bincount(table[:, 0], minlength=int(sizes.sum())))])
+    _, set_offsets, items, inverse = unique_ragged(np.zeros((int(sizes.sum()), 0), np.int64),
+                                                   offsets.astype(np.int64), table[:, 1:])
+    set_id = np.repeat(np.arange(len(set_offsets) - 1), np.diff(set_offsets))
+    labels = {"set": set_id, "key": items[:, 0], "str": items[:, 1], "num": items[:, 2], "unit": items[:, 3]}
+    return labels, [inverse[s: s + n] for s, n in zip(starts.tolist(), sizes.tolist())]
+
+
+def _restrung(string_map: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    return string_map[rows] if len(rows) else np.zeros(0, np.int64)

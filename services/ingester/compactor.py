@@ -1,8 +1,8 @@
 """The ingester's maintenance loop: compaction, retention and deleting retired blocks, every interval.
 
-Each round takes, per tenant, the tenant's compaction lock in Postgres (so with several ingesters one
-compacts a tenant at a time and the others skip it), runs the hour and day jobs that are due, then
-expires what is past the retention and deletes retired objects after their grace period. A failed
+Each round expires what is past the retention and deletes retired objects after their grace period,
+then takes, per tenant, the tenant's compaction lock in Postgres (so with several ingesters one
+compacts a tenant at a time and the others skip it) and runs the hour and day jobs that are due. A failed
 round is logged and the next one starts over: every step leaves the store consistent.
 """
 
@@ -41,12 +41,13 @@ class Maintenance:
                 _failures.log(logging.WARNING, type(exc).__name__, "compaction and retention round failed: %s", exc)
 
     def run_once(self, now_ns: int) -> None:
+        """Retention first, so nothing about to expire is compacted."""
+        with try_lock(self._db, "retention") as mine:
+            if mine:
+                EXPIRED.inc(expire(self._db, self.config.retention, now_ns).blocks)
+                delete_retired(self._db, self._store, int(self.config.retired_grace_s * 1e9))
         for tenant in tenants_with_blocks(self._db):
             with tenant_lock(self._db, tenant) as mine:
                 if mine:
                     for job in compact_tenant(self._db, self._store, tenant, now_ns, self.config.compaction):
                         COMPACTED.labels(str(job.level)).inc(job.inputs)
-        with try_lock(self._db, "retention") as mine:
-            if mine:
-                EXPIRED.inc(expire(self._db, self.config.retention, now_ns).blocks)
-                delete_retired(self._db, self._store, int(self.config.retired_grace_s * 1e9))

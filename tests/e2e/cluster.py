@@ -140,8 +140,10 @@ class Cluster:
     def __init__(self, storage: Storage, workdir: Path, ingester_flags: tuple[str, ...] = ()) -> None:
         self.storage = storage
         self.workdir = workdir
+        # No compaction unless a test asks for it: the tests count the blocks they wrote.
         self.ingester = Service("ingester", "ingester", storage, workdir / "ingester.log",
-                                ("--flush-interval", str(FLUSH_INTERVAL_S), *ingester_flags))
+                                ("--flush-interval", str(FLUSH_INTERVAL_S), "--compaction.interval", "0",
+                                 *ingester_flags))
         self.querier = Service("querier", "querier", storage, workdir / "querier.log")
         self.extra: dict[str, Service] = {}
         self._channels: dict[str, grpc.Channel] = {}
@@ -243,6 +245,12 @@ class Cluster:
         }
         with psycopg.connect(self.storage.dsn, autocommit=True) as conn:
             return {name: int(conn.execute(f"{sql} {where}", args).fetchone()[0]) for name, sql in queries.items()}
+
+    def live_block_levels(self, tenant: str) -> list[int]:
+        """The level of each block of the tenant that queries read (0 flushed, 1 hour, 2 day)."""
+        with psycopg.connect(self.storage.dsn, autocommit=True) as conn:
+            return [level for (level,) in conn.execute(
+                "SELECT level FROM blocks WHERE tenant = %s AND state = 'live' ORDER BY level", (tenant,))]
 
     def blocks(self) -> list[tuple[str, str, int]]:
         """(tenant, key, profiles) of every row in blocks, by key."""

@@ -170,6 +170,10 @@ def _querier_parser(sub) -> None:
     p.address("--http-address", "HTTP listen address (/api/v1, /metrics, /healthz)", QuerierConfig.http_address)
     p.address("--grpc-address", "gRPC listen address (QueryService)", QuerierConfig.grpc_address)
     p.add("--cache-bytes", "memory for parsed blocks", type=int, default=QuerierConfig.cache_bytes)
+    p.add("--cache.disk-dir", "keep fetched blocks in this directory too, so repeated and restarted queries "
+          "read local disk instead of the object store (off by default)", dest="disk_cache_dir", default=None)
+    p.add("--cache.disk-bytes", "the most the disk cache keeps; the least recently read blocks go first",
+          dest="disk_cache_bytes", type=int, default=QuerierConfig.disk_cache_bytes)
     p.add("--max-nodes", "default largest number of nodes in a flamegraph, top table or tree", type=int,
           default=QuerierConfig.default_max_nodes)
     _storage_flags(p)
@@ -278,14 +282,17 @@ def run_querier(args: argparse.Namespace) -> int:
     from flamewatch.querier.paths import PathIndex
     from flamewatch.querier.rest import router
     from flamewatch.querier.service import register_grpc
+    from flamewatch.storage.disk_cache import DiskCache
 
     config = QuerierConfig(http_address=args.http_address, grpc_address=args.grpc_address,
-                           cache_bytes=args.cache_bytes, default_max_nodes=args.max_nodes)
+                           cache_bytes=args.cache_bytes, default_max_nodes=args.max_nodes,
+                           disk_cache_dir=args.disk_cache_dir, disk_cache_bytes=args.disk_cache_bytes)
 
     async def main(stack: contextlib.AsyncExitStack) -> None:
         listeners = _listen(stack, config.http_address, config.grpc_address)
         store, db = _open_storage(stack, storage_config(args))
-        blocks = BlockCache(store, config.cache_bytes, config.fetch_concurrency, PathIndex())
+        source = DiskCache(store, config.disk_cache_dir, config.disk_cache_bytes) if config.disk_cache_dir else store
+        blocks = BlockCache(source, config.cache_bytes, config.fetch_concurrency, PathIndex())
         stack.callback(blocks.close)
         querier = Querier(db, blocks, config)
         await _serve(args, listeners, [router(querier)], register_grpc(querier), ready=storage_readiness(store, db))

@@ -72,3 +72,5 @@ class QuerierConfig:
     embedded_cache_bytes: ClassVar[int] = 256 * MiB  # `flamewatch all` shares a laptop with everything else
     fetch_concurrency: int = 8
     default_max_nodes: int = 2048
+    disk_cache_dir: str | None = None
+    disk_cache_bytes: int = 10 * 1024 * MiB

@@ -9,7 +9,7 @@ import time
 
 import pytest
 from e2e.calls import CPU, ingest, rest
-from e2e.cluster import Cluster
+from e2e.cluster import Cluster, Service
 from e2e.pushes import rewritten
 from infra.waiting import wait_for
 
@@ -56,3 +56,20 @@ def test_old_blocks_are_compacted_and_expired_while_answers_stay_the_same(cluste
     log = compactor.log_text()
     assert "compaction: tenant e2e-compaction: 12 block(s)," in log and "-> 2 hour block(s)" in log, log
     assert "retention: tenant e2e-compaction: 1 block(s) older than the retention expired" in log, log
+
+
+def test_a_querier_with_a_disk_cache_keeps_the_blocks_it_read(cluster: Cluster, go_profiles, tmp_path) -> None:
+    now = time.time_ns()
+    r = ingest(cluster, "e2e-disk-cache", {"service_name": "api"}, rewritten(go_profiles["cpu"], time_ns=now))
+    assert r.status_code == 200, r.text
+    querier = Service("querier", "querier-disk-cache", cluster.storage, tmp_path / "querier.log",
+                      ("--cache.disk-dir", str(tmp_path / "cache")))
+    querier.start()
+    try:
+        window = {"from": str((now - MIN) // 10**6), "until": str((now + MIN) // 10**6)}
+        body = cluster.http.get(f"{querier.url}/api/v1/query", params={"query": CPU, "format": "top", **window},
+                                headers={"X-Scope-OrgID": "e2e-disk-cache"}).json()
+        assert body["profiles"] == 1
+        assert len(list((tmp_path / "cache").iterdir())) == 1
+    finally:
+        assert querier.stop() == 0

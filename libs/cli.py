@@ -86,6 +86,14 @@ def _storage_flags(p: _Parser) -> None:
     p.add("--storage.s3.prefix", "put every key under this folder of the bucket", dest="s3_prefix", default="")
 
 
+def _flush_flags(p: _Parser) -> None:
+    p.add("--flush-interval", "seconds between block flushes: a push is acknowledged once the flush holding it "
+          "is durable, so this bounds the acknowledgement latency", type=float,
+          default=IngesterConfig.flush_interval_s)
+    p.add("--flush-bytes", "flush a tenant's batch early at this many decompressed bytes", type=int,
+          default=IngesterConfig.flush_bytes)
+
+
 def _maintenance_flags(p: _Parser) -> None:
     defaults = MaintenanceConfig()
     p.add("--compaction.interval", "seconds between rounds of compaction (small blocks into hour and day "
@@ -149,9 +157,7 @@ def _ingester_parser(sub) -> None:
                        "its profiles are durable.")
     p.address("--http-address", "HTTP listen address (/ingest, /metrics, /healthz)", IngesterConfig.http_address)
     p.address("--grpc-address", "gRPC listen address (IngestService)", IngesterConfig.grpc_address)
-    p.add("--flush-interval", "seconds between block flushes", type=float, default=IngesterConfig.flush_interval_s)
-    p.add("--flush-bytes", "flush a tenant's batch early at this many decompressed bytes", type=int,
-          default=IngesterConfig.flush_bytes)
+    _flush_flags(p)
     defaults = IngestLimits()
     for name in defaults.__dataclass_fields__:
         flag = "--limits." + name.replace("_", "-")
@@ -193,6 +199,7 @@ def _all_parser(sub) -> None:
     p.address("--http-address", "HTTP listen address (API, /ingest, /debug/pprof, /metrics)", ":8080")
     p.address("--grpc-address", "gRPC listen address (IngestService, QueryService)", ":8081")
     _storage_flags(p)
+    _flush_flags(p)
     _maintenance_flags(p)
     _common_flags(p)
     p.set_defaults(run=run_all)
@@ -373,7 +380,8 @@ def run_all(args: argparse.Namespace) -> int:
                                   heap=str(args.heap_profiling).lower())
         config = load or (lambda: parse_config(text, "built-in configuration"))
         store, db = _open_storage(stack, storage_config(args))
-        ingester = Ingester(IngesterConfig(maintenance=maintenance_config(args)), store, db)
+        ingester = Ingester(IngesterConfig(flush_interval_s=args.flush_interval, flush_bytes=args.flush_bytes,
+                                           maintenance=maintenance_config(args)), store, db)
         querier_config = QuerierConfig(cache_bytes=QuerierConfig.embedded_cache_bytes)
         blocks = BlockCache(store, querier_config.cache_bytes, querier_config.fetch_concurrency, PathIndex())
         stack.callback(blocks.close)

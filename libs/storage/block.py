@@ -335,6 +335,32 @@ class BlockReader:
             return {c: np.zeros(0, np.int64) for c in ("set", "key", "str", "num", "unit")}
         return {c: self._ints("labels", f"label_{c}") for c in ("set", "key", "str", "num", "unit")}
 
+    @property
+    def n_label_sets(self) -> int:
+        """Label sets are 0 (no labels) to n_label_sets - 1."""
+        return int(self.label_sets["set"].max(initial=0)) + 1
+
+    def sample_label_values(self, name: str) -> np.ndarray:
+        """The value of sample label `name` in each label set ("" where absent); a numeric label is its
+        number as text. Cached per name: label sets never change."""
+        cache = self.__dict__.setdefault("_label_values", {})
+        if name not in cache:
+            lb, strings = self.label_sets, self.strings
+            values = np.full(self.n_label_sets, "", object)
+            rows = np.flatnonzero(strings[lb["key"]] == name) if len(lb["key"]) else np.zeros(0, np.int64)
+            text = strings[lb["str"][rows]]
+            numeric = text == ""
+            text[numeric] = lb["num"][rows][numeric].astype(str)
+            values[lb["set"][rows]] = text
+            cache[name] = values
+        return cache[name]
+
+    def sample_label_names(self, sets: np.ndarray) -> np.ndarray:
+        """The distinct sample label names used by the given label sets."""
+        lb = self.label_sets
+        used = np.isin(lb["set"], sets)
+        return np.unique(self.strings[np.unique(lb["key"][used])].astype(str))
+
     @cached_property
     def symbol_part(self) -> SymbolPart:
         """This block's symbols as one part of a merge (see `symbols`)."""
@@ -387,6 +413,21 @@ class BlockReader:
         names = np.empty(len(self.node_parent), object)
         names[0] = "total"
         names[1:] = self.location_names[self.node_location[1:]]
+        return names
+
+    @cached_property
+    def location_line_names(self) -> np.ndarray:
+        """Per frame, `function file:line` (the file's base name) for line granularity; frames without
+        a line keep their name."""
+        names = self.location_names.copy()
+        function = self.frames["function"]
+        known = np.flatnonzero(function >= 0)
+        if len(known):
+            files = self.strings[self.functions["filename"][function[known]]].astype(str)
+            base = np.array([f.rsplit("/", 1)[-1] for f in np.unique(files).tolist()], object)
+            file_base = base[np.searchsorted(np.unique(files), files)]
+            where = np.char.add(np.char.add(file_base.astype(str), ":"), self.frames["line"][known].astype(str))
+            names[known] = np.char.add(np.char.add(names[known].astype(str), " "), where).astype(object)
         return names
 
     def location_table(self) -> dict[str, np.ndarray]:

@@ -388,15 +388,36 @@ class BlockReader:
         )
 
     def _location_names(self) -> np.ndarray:
-        """Function name of each frame; unsymbolized frames are shown by address."""
+        """Function name of each frame. An unsymbolized frame is named after its mapping's file and
+        its address within that file (address - memory start + file offset), `[libc.so.6] 0x4f2a0`,
+        so it stays the same across processes that load the file at different addresses; without a
+        mapping that holds it, it is its address."""
         function = self.frames["function"]
-        name_index = self.functions["name"]
-        address = self.frames["address"]
         names = np.empty(len(function), object)
         known = function >= 0
-        names[known] = self.strings[name_index[function[known]]]
-        names[~known] = np.char.add("0x", np.char.mod("%x", address[~known].astype(np.uint64)))
+        names[known] = self.strings[self.functions["name"][function[known]]]
+        unknown = np.flatnonzero(~known)
+        address = self.frames["address"][unknown].astype(np.uint64)
+        mapping = self.frames["mapping"][unknown]
+        names[unknown] = np.char.add("0x", np.char.mod("%x", address))
+        mp = self.mappings
+        mapped = mapping >= 0
+        inside = np.zeros(len(mapped), bool)
+        inside[mapped] = ((mp["memory_start"][mapping[mapped]] <= address[mapped])
+                          & (address[mapped] < mp["memory_limit"][mapping[mapped]]))
+        mapped = inside  # an address outside its mapping's range is shown as it is
+        if mapped.any():
+            m = mapping[mapped]
+            offset = address[mapped] - mp["memory_start"][m] + mp["file_offset"][m]
+            prefix = self._mapping_prefixes()[m]
+            names[unknown[mapped]] = np.char.add(prefix.astype(str), np.char.mod("%x", offset))
         return names
+
+    def _mapping_prefixes(self) -> np.ndarray:
+        """`[file base name] 0x` per mapping (a name already in brackets, like [vdso], kept as it is)."""
+        files = self.strings[self.mappings["filename"]].astype(str).tolist()
+        bases = [f.rsplit("/", 1)[-1] for f in files]  # one step per mapping, not per frame
+        return np.array([(b if b.startswith("[") else f"[{b}]") + " 0x" if b else "0x" for b in bases], object)
 
     @cached_property
     def node_depth(self) -> np.ndarray:

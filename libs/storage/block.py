@@ -180,9 +180,12 @@ def _write_parquet(sections: dict[str, dict]) -> bytes:
         tables.append(_section_table(name, columns, n))
     meta = {_META_KEY: json.dumps({"version": FORMAT_VERSION, "sections": layout}).encode()}
     sink = io.BytesIO()
-    with pq.ParquetWriter(sink, SCHEMA.with_metadata(meta), compression="zstd") as writer:
+    # No column statistics and no copy of the Arrow schema: in a block of a few profiles the footer,
+    # one entry per column per section, is most of the object. The Parquet types read back as SCHEMA's.
+    with pq.ParquetWriter(sink, SCHEMA, compression="zstd", write_statistics=False, store_schema=False) as writer:
         for table in tables:
             writer.write_table(table, row_group_size=max(table.num_rows, 1))
+        writer.add_key_value_metadata(meta)
     return sink.getvalue()
 
 
@@ -190,16 +193,23 @@ def _section_table(name: str, columns: dict, n: int) -> pa.Table:
     arrays = []
     for f in SCHEMA:
         if f.name == "section":
-            arrays.append(pa.array(np.full(n, name), pa.string()))  # from numpy: no list of n strings
+            arrays.append(pa.repeat(pa.scalar(name), n))  # no array of n Python or numpy strings
         elif f.name in columns:
-            column = columns[f.name]
-            arrays.append(column if isinstance(column, pa.Array) and column.type == f.type
-                          else pa.array(np.asarray(column).astype(f.type.to_pandas_dtype())
-                                        if not isinstance(column, pa.Array) and pa.types.is_integer(f.type)
-                                        else column, f.type))
+            arrays.append(_arrow(columns[f.name], f.type))
         else:
             arrays.append(pa.nulls(n, f.type))
     return pa.Table.from_arrays(arrays, schema=SCHEMA)
+
+
+_NUMPY_TYPES = {pa.int32(): np.int32, pa.int64(): np.int64, pa.uint64(): np.uint64}
+
+
+def _arrow(column, arrow_type: pa.DataType) -> pa.Array:
+    if isinstance(column, pa.Array):
+        return column if column.type == arrow_type else column.cast(arrow_type)
+    if arrow_type in _NUMPY_TYPES:
+        return pa.array(np.asarray(column).astype(_NUMPY_TYPES[arrow_type], copy=False))
+    return pa.array(column, arrow_type)
 
 
 # ------------------------------------------------------------------------------------------ reading
@@ -211,7 +221,7 @@ class BlockReader:
     def __init__(self, data: bytes):
         self.nbytes = len(data)
         self._file = pq.ParquetFile(pa.BufferReader(data))
-        meta = json.loads(self._file.schema_arrow.metadata[_META_KEY])
+        meta = json.loads((self._file.metadata.metadata or {}).get(_META_KEY, b"null"))
         if meta["version"] not in READABLE_VERSIONS:
             raise ValueError(f"unsupported block format version {meta['version']}; this build reads versions "
                              f"{', '.join(map(str, READABLE_VERSIONS))}")

@@ -18,6 +18,8 @@ import functools
 import re
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from flamewatch.labels.errors import SelectorError
 from flamewatch.labels.labelset import LABEL_NAME_PATTERN, is_valid_label_name
 
@@ -55,6 +57,17 @@ class Matcher:
         if self._regex is None:
             return (actual == self.value) == (self.op == "=")
         return (self._regex.fullmatch(actual) is not None) == (self.op == "=~")
+
+    def matches_many(self, values: np.ndarray) -> np.ndarray:
+        """`matches` over an object array of strings ("" where the label is absent), as a bool array.
+
+        Equality compares the whole array at once; a regex is run once per distinct value."""
+        values = np.asarray(values, dtype=object)
+        if self._regex is None:
+            return (values == self.value) == (self.op == "=") if len(values) else np.zeros(0, bool)
+        distinct, inverse = np.unique(values.astype(str), return_inverse=True)
+        hit = np.array([self._regex.fullmatch(v) is not None for v in distinct.tolist()], bool)
+        return (hit[inverse.reshape(-1)] if len(values) else np.zeros(0, bool)) == (self.op == "=~")
 
     def __str__(self) -> str:
         return f"{self.name}{self.op}{quote(self.value)}"

@@ -180,9 +180,12 @@ def _write_parquet(sections: dict[str, dict]) -> bytes:
         tables.append(_section_table(name, columns, n))
     meta = {_META_KEY: json.dumps({"version": FORMAT_VERSION, "sections": layout}).encode()}
     sink = io.BytesIO()
-    with pq.ParquetWriter(sink, SCHEMA.with_metadata(meta), compression="zstd") as writer:
+    # No column statistics and no copy of the Arrow schema: in a block of a few profiles the footer,
+    # one entry per column per section, is most of the object. The Parquet types read back as SCHEMA's.
+    with pq.ParquetWriter(sink, SCHEMA, compression="zstd", write_statistics=False, store_schema=False) as writer:
         for table in tables:
             writer.write_table(table, row_group_size=max(table.num_rows, 1))
+        writer.add_key_value_metadata(meta)
     return sink.getvalue()
 
 
@@ -190,16 +193,23 @@ def _section_table(name: str, columns: dict, n: int) -> pa.Table:
     arrays = []
     for f in SCHEMA:
         if f.name == "section":
-            arrays.append(pa.array(np.full(n, name), pa.string()))  # from numpy: no list of n strings
+            arrays.append(pa.repeat(pa.scalar(name), n))  # no array of n Python or numpy strings
         elif f.name in columns:
-            column = columns[f.name]
-            arrays.append(column if isinstance(column, pa.Array) and column.type == f.type
-                          else pa.array(np.asarray(column).astype(f.type.to_pandas_dtype())
-                                        if not isinstance(column, pa.Array) and pa.types.is_integer(f.type)
-                                        else column, f.type))
+            arrays.append(_arrow(columns[f.name], f.type))
         else:
             arrays.append(pa.nulls(n, f.type))
     return pa.Table.from_arrays(arrays, schema=SCHEMA)
+
+
+_NUMPY_TYPES = {pa.int32(): np.int32, pa.int64(): np.int64, pa.uint64(): np.uint64}
+
+
+def _arrow(column, arrow_type: pa.DataType) -> pa.Array:
+    if isinstance(column, pa.Array):
+        return column if column.type == arrow_type else column.cast(arrow_type)
+    if arrow_type in _NUMPY_TYPES:
+        return pa.array(np.asarray(column).astype(_NUMPY_TYPES[arrow_type], copy=False))
+    return pa.array(column, arrow_type)
 
 
 # ------------------------------------------------------------------------------------------ reading
@@ -211,7 +221,7 @@ class BlockReader:
     def __init__(self, data: bytes):
         self.nbytes = len(data)
         self._file = pq.ParquetFile(pa.BufferReader(data))
-        meta = json.loads(self._file.schema_arrow.metadata[_META_KEY])
+        meta = json.loads((self._file.metadata.metadata or {}).get(_META_KEY, b"null"))
         if meta["version"] not in READABLE_VERSIONS:
             raise ValueError(f"unsupported block format version {meta['version']}; this build reads versions "
                              f"{', '.join(map(str, READABLE_VERSIONS))}")
@@ -335,6 +345,32 @@ class BlockReader:
             return {c: np.zeros(0, np.int64) for c in ("set", "key", "str", "num", "unit")}
         return {c: self._ints("labels", f"label_{c}") for c in ("set", "key", "str", "num", "unit")}
 
+    @property
+    def n_label_sets(self) -> int:
+        """Label sets are 0 (no labels) to n_label_sets - 1."""
+        return int(self.label_sets["set"].max(initial=0)) + 1
+
+    def sample_label_values(self, name: str) -> np.ndarray:
+        """The value of sample label `name` in each label set ("" where absent); a numeric label is its
+        number as text. Cached per name: label sets never change."""
+        cache = self.__dict__.setdefault("_label_values", {})
+        if name not in cache:
+            lb, strings = self.label_sets, self.strings
+            values = np.full(self.n_label_sets, "", object)
+            rows = np.flatnonzero(strings[lb["key"]] == name) if len(lb["key"]) else np.zeros(0, np.int64)
+            text = strings[lb["str"][rows]]
+            numeric = text == ""
+            text[numeric] = lb["num"][rows][numeric].astype(str)
+            values[lb["set"][rows]] = text
+            cache[name] = values
+        return cache[name]
+
+    def sample_label_names(self, sets: np.ndarray) -> np.ndarray:
+        """The distinct sample label names used by the given label sets."""
+        lb = self.label_sets
+        used = np.isin(lb["set"], sets)
+        return np.unique(self.strings[np.unique(lb["key"][used])].astype(str))
+
     @cached_property
     def symbol_part(self) -> SymbolPart:
         """This block's symbols as one part of a merge (see `symbols`)."""
@@ -362,15 +398,36 @@ class BlockReader:
         )
 
     def _location_names(self) -> np.ndarray:
-        """Function name of each frame; unsymbolized frames are shown by address."""
+        """Function name of each frame. An unsymbolized frame is named after its mapping's file and
+        its address within that file (address - memory start + file offset), `[libc.so.6] 0x4f2a0`,
+        so it stays the same across processes that load the file at different addresses; without a
+        mapping that holds it, it is its address."""
         function = self.frames["function"]
-        name_index = self.functions["name"]
-        address = self.frames["address"]
         names = np.empty(len(function), object)
         known = function >= 0
-        names[known] = self.strings[name_index[function[known]]]
-        names[~known] = np.char.add("0x", np.char.mod("%x", address[~known].astype(np.uint64)))
+        names[known] = self.strings[self.functions["name"][function[known]]]
+        unknown = np.flatnonzero(~known)
+        address = self.frames["address"][unknown].astype(np.uint64)
+        mapping = self.frames["mapping"][unknown]
+        names[unknown] = np.char.add("0x", np.char.mod("%x", address))
+        mp = self.mappings
+        mapped = mapping >= 0
+        inside = np.zeros(len(mapped), bool)
+        inside[mapped] = ((mp["memory_start"][mapping[mapped]] <= address[mapped])
+                          & (address[mapped] < mp["memory_limit"][mapping[mapped]]))
+        mapped = inside  # an address outside its mapping's range is shown as it is
+        if mapped.any():
+            m = mapping[mapped]
+            offset = address[mapped] - mp["memory_start"][m] + mp["file_offset"][m]
+            prefix = self._mapping_prefixes()[m]
+            names[unknown[mapped]] = np.char.add(prefix.astype(str), np.char.mod("%x", offset))
         return names
+
+    def _mapping_prefixes(self) -> np.ndarray:
+        """`[file base name] 0x` per mapping (a name already in brackets, like [vdso], kept as it is)."""
+        files = self.strings[self.mappings["filename"]].astype(str).tolist()
+        bases = [f.rsplit("/", 1)[-1] for f in files]  # one step per mapping, not per frame
+        return np.array([(b if b.startswith("[") else f"[{b}]") + " 0x" if b else "0x" for b in bases], object)
 
     @cached_property
     def node_depth(self) -> np.ndarray:
@@ -387,6 +444,21 @@ class BlockReader:
         names = np.empty(len(self.node_parent), object)
         names[0] = "total"
         names[1:] = self.location_names[self.node_location[1:]]
+        return names
+
+    @cached_property
+    def location_line_names(self) -> np.ndarray:
+        """Per frame, `function file:line` (the file's base name) for line granularity; frames without
+        a line keep their name."""
+        names = self.location_names.copy()
+        function = self.frames["function"]
+        known = np.flatnonzero(function >= 0)
+        if len(known):
+            files = self.strings[self.functions["filename"][function[known]]].astype(str)
+            base = np.array([f.rsplit("/", 1)[-1] for f in np.unique(files).tolist()], object)
+            file_base = base[np.searchsorted(np.unique(files), files)]
+            where = np.char.add(np.char.add(file_base.astype(str), ":"), self.frames["line"][known].astype(str))
+            names[known] = np.char.add(np.char.add(names[known].astype(str), " "), where).astype(object)
         return names
 
     def location_table(self) -> dict[str, np.ndarray]:

@@ -153,7 +153,8 @@ def merge_forests(parents: list[np.ndarray], frames: list[np.ndarray], depths: l
     depth = np.concatenate(depths).astype(np.int64) if depths else np.zeros(0, np.int64)
     keep = np.concatenate(used).astype(bool) if used else np.zeros(0, bool)
     keep[depth == 0] = True
-    by_depth = [np.flatnonzero(depth == d) for d in range(int(depth.max(initial=0)) + 1)]
+    order = np.argsort(depth, kind="stable")
+    by_depth = np.split(order, np.cumsum(np.bincount(depth))[:-1]) if len(depth) else [order]
     for level in reversed(by_depth[1:]):
         keep[parent[level[keep[level]]]] = True
     ids = np.full(len(parent), -1, np.int64)

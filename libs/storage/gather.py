@@ -67,10 +67,12 @@ def from_profiles(sources: Sequence[Profile], owners: Sequence[Sequence[int]],
     return _aggregate(symbols, tree.parent, tree.frame, parts, n)
 
 
-def from_blocks(parts: Sequence[tuple[StoredProfiles, np.ndarray]], weights: Sequence[np.ndarray] | None = None,
-                one_profile: bool = False) -> Gathered:
+def from_blocks(parts: Sequence[tuple[StoredProfiles, np.ndarray]],
+                weights: Sequence[np.ndarray | None] | None = None, one_profile: bool = False,
+                set_masks: Sequence[np.ndarray | None] | None = None) -> Gathered:
     """The given rows of the given blocks, as consecutive output profiles in the order given (or, with
-    `one_profile`, all summed into profile 0); `weights[i]` scales the values of part i's rows."""
+    `one_profile`, all summed into profile 0); `weights[i]` scales the values of part i's rows, and
+    `set_masks[i]`, when given, keeps only the values of part i under label sets it marks True."""
     readers = [r for r, _ in parts]
     symbols = merge_symbols([r.symbol_part for r in readers])
     picked, used = [], []
@@ -80,6 +82,9 @@ def from_blocks(parts: Sequence[tuple[StoredProfiles, np.ndarray]], weights: Seq
         nodes, sets, values = reader.sample_entries(rows, None if weights is None else weights[i])
         counts = _entry_counts(reader, rows)
         owner = np.zeros(len(nodes), np.int64) if one_profile else np.repeat(start + np.arange(len(rows)), counts)
+        if set_masks is not None and set_masks[i] is not None:
+            keep = set_masks[i][sets]
+            owner, nodes, sets, values = owner[keep], nodes[keep], sets[keep], values[keep]
         picked.append((owner, nodes, symbols.label_set_maps[i][sets], values))
         mask = np.zeros(len(reader.node_parent), bool)
         mask[nodes] = True

@@ -13,7 +13,7 @@ from prometheus_client import Histogram
 
 from flamewatch.querier.engine import Merged, Querier
 from flamewatch.querier.formats import RENDERERS, diff_renderer, renderer
-from flamewatch.querier.formats.pprof import render_pprof
+from flamewatch.querier.merging import GRANULARITIES
 from flamewatch.timerange import parse_duration, parse_time, resolve_range
 
 QUERY_SECONDS = Histogram("flamewatch_query_seconds", "Time to answer a merged-profile query", ["kind"],
@@ -53,14 +53,24 @@ def check_max_nodes(max_nodes: int | None, default: int) -> int:
     return value
 
 
+def check_granularity(granularity: str | None) -> str:
+    value = granularity or GRANULARITIES[0]
+    if value not in GRANULARITIES:
+        raise ValueError(f"unknown granularity {value!r}; known: {', '.join(GRANULARITIES)}")
+    return value
+
+
 def query(q: Querier, tenant: str, text: str, start: int, end: int, at: int | None, fmt: str,
-          max_nodes: int) -> Rendered:
+          max_nodes: int, granularity: str = "functions") -> Rendered:
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; known formats: {', '.join(FORMATS)}")
+    granularity = check_granularity(granularity)
     with QUERY_SECONDS.labels(fmt).time():
-        merged = q.nearest(tenant, text, at) if at is not None else q.merge(tenant, text, start, end)
-        if fmt == "pprof":
-            return Rendered(merged, render_pprof(merged.tree, merged.profile_type))
+        if fmt == "pprof":  # pprof keeps lines and everything else whatever the granularity
+            merged, body = q.pprof(tenant, text, start, end, at)
+            return Rendered(merged, body)
+        merged = (q.nearest(tenant, text, at, granularity) if at is not None
+                  else q.merge(tenant, text, start, end, granularity))
         return Rendered(merged, renderer(fmt)(merged.tree, max_nodes))
 
 

@@ -12,7 +12,6 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -31,10 +30,28 @@ class BlockSource(Protocol):
     def get(self, key: str) -> bytes: ...
 
 
-@dataclass(frozen=True, eq=False)
 class LoadedBlock:
-    reader: BlockReader
-    node_paths: np.ndarray  # path id of each stack node
+    """A parsed block and the path id of each of its stack nodes, by function name and (computed on
+    first use) by function, file and line."""
+
+    def __init__(self, reader: BlockReader, paths: PathIndex):
+        self.reader, self._paths = reader, paths
+        self.node_paths = self._map(reader.location_names)
+        self._line_paths: np.ndarray | None = None
+        self._lock = threading.Lock()
+
+    def _map(self, names: np.ndarray) -> np.ndarray:
+        r = self.reader
+        return self._paths.map_tree(r.node_parent, r.node_depth, r.node_location, names)
+
+    def paths(self, granularity: str) -> np.ndarray:
+        """Path id per stack node at "functions" or "lines" granularity."""
+        if granularity == "functions":
+            return self.node_paths
+        with self._lock:
+            if self._line_paths is None:
+                self._line_paths = self._map(self.reader.location_line_names)
+            return self._line_paths
 
 
 class BlockCache:
@@ -76,8 +93,7 @@ class BlockCache:
 
     def _load(self, key: str) -> LoadedBlock:
         reader = BlockReader(self._source.get(key))
-        block = LoadedBlock(reader, self.paths.map_tree(reader.node_parent, reader.node_depth,
-                                                        reader.node_location, reader.location_names))
+        block = LoadedBlock(reader, self.paths)
         with self._lock:
             if key not in self._lru:
                 self._lru[key] = block

@@ -14,6 +14,12 @@ FORMAT_NAMES = {
     query_pb2.PROFILE_FORMAT_PPROF: "pprof",
 }
 
+GRANULARITY_NAMES = {
+    query_pb2.GRANULARITY_UNSPECIFIED: "functions",
+    query_pb2.GRANULARITY_FUNCTIONS: "functions",
+    query_pb2.GRANULARITY_LINES: "lines",
+}
+
 
 def profile_type(t: ProfileType) -> types_pb2.ProfileType:
     return types_pb2.ProfileType(id=t.id, name=t.name, sample_type=t.sample_type, sample_unit=t.sample_unit,

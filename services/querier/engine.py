@@ -9,7 +9,7 @@ summed across series; everything else is summed.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,8 +17,19 @@ import numpy as np
 from flamewatch.config import QuerierConfig
 from flamewatch.labels.selector import Query, parse_query, parse_selector
 from flamewatch.pprof.profile_types import ProfileType
+from flamewatch.querier import selection
 from flamewatch.querier.blocks import BlockCache
 from flamewatch.querier.calltree import CallTree
+from flamewatch.querier.formats.pprof import render_pprof
+from flamewatch.querier.merging import (
+    Rows,
+    gather_rows,
+    merge_blocks,
+    rows_with_samples,
+    sample_values,
+    used_sample_labels,
+)
+from flamewatch.querier.selection import Selection
 from flamewatch.rpc.errors import NotFoundError
 from flamewatch.storage import index
 from flamewatch.storage.index import ProfileRows, Series
@@ -32,7 +43,7 @@ _ALL_TIME = (0, 2**63 - 1)
 @dataclass(frozen=True, eq=False)
 class Merged:
     profile_type: ProfileType
-    tree: CallTree
+    tree: CallTree | None  # None when rendered straight from the blocks (pprof)
     profiles: int
 
 
@@ -67,18 +78,58 @@ class Querier:
         return [found[i] for i in sorted(found)]
 
     def label_names(self, tenant: str, selectors: Sequence[str], start: int, end: int) -> list[str]:
-        return sorted({name for s in self.series(tenant, selectors, start, end) for name in s.labels})
+        """Series label names and the sample label names of the matching series' profiles in range.
+
+        Sample labels come from the blocks holding those profiles (read through the cache), so this
+        costs what a merge of the same selection over the range costs."""
+        names: set[str] = set()
+        for sel, rows in self._label_selections(tenant, selectors, start, end):
+            names.update(name for s in sel.series for name in s.labels)
+            names.update(used_sample_labels(self.blocks, rows, None))
+        return sorted(names)
 
     def label_values(self, tenant: str, name: str, selectors: Sequence[str], start: int, end: int) -> list[str]:
-        series = self.series(tenant, selectors, start, end)
-        return sorted({s.labels[name] for s in series if name in s.labels})
+        """Values of `name` among the matching series' labels and their profiles' sample labels."""
+        values: set[str] = set()
+        for sel, rows in self._label_selections(tenant, selectors, start, end):
+            values.update(s.labels[name] for s in sel.series if name in s.labels)
+            values.update(used_sample_labels(self.blocks, rows, name))
+        return sorted(values)
+
+    def _label_selections(self, tenant: str, selectors: Sequence[str], start: int,
+                          end: int) -> list[tuple[Selection, Rows]]:
+        """Per selector, the series it selects and their rows in range. A series whose own labels leave
+        matchers for its samples counts only if some sample passes them."""
+        out = []
+        for matchers in [parse_selector(s) for s in selectors] or [()]:
+            candidates = index.find_series(self.db, tenant, selection.index_matchers(matchers), start, end)
+            sel = selection.split(candidates, matchers, None)
+            rows = index.profile_rows(self.db, [s.id for s in sel.series], start, end)
+            r = self._rows(rows, sel, None)
+            if sel.by_samples:
+                kept = set(rows.series_id[rows_with_samples(self.blocks, r)].tolist())
+                sel = Selection(None, [s for s in sel.series if sel.series_filter[s.id] == 0 or s.id in kept],
+                                sel.filters, sel.series_filter)
+            out.append((sel, r))
+        return out
+
+    def _rows(self, rows: ProfileRows, sel: Selection, weights: np.ndarray | None) -> Rows:
+        keys = index.block_keys(self.db, sorted(set(rows.block_id.tolist())))
+        return Rows(keys, rows.block_id, rows.row, weights, sel.filters, sel.row_filters(rows))
 
     # ------------------------------------------------------------------------------------ totals
 
     def query_range(self, tenant: str, query: str, start: int, end: int, step: int,
                     group_by: Sequence[str]) -> Totals:
-        ptype, series = self._select(tenant, query, start, end)
-        return Totals(self._points(ptype, series, start, end, step, group_by), _absent_labels(series, group_by))
+        sel = self._select(tenant, query, start, end)
+        present = {name for s in sel.series for name in s.labels}
+        by_sample = [g for g in group_by if g not in present]
+        if sel.by_samples or (by_sample and sel.series):
+            points = self._sample_points(sel, start, end, step, group_by, by_sample)
+            seen = {name for p in points for name in by_sample if p.labels[name]}
+            return Totals(points, _absent_labels(sel.series, [g for g in group_by if g not in seen]))
+        return Totals(self._points(sel.profile_type, sel.series, start, end, step, group_by),
+                      _absent_labels(sel.series, group_by))
 
     def _points(self, ptype: ProfileType, series: list[Series], start: int, end: int, step: int,
                 group_by: Sequence[str]) -> list[Points]:
@@ -94,22 +145,55 @@ class Querier:
         return [Points(dict(g), _bucket_starts(b, start, step), v)
                 for g, (b, v) in zip(groups, _bucket_totals(rows, row_group, bucket, len(groups), ptype.is_gauge))]
 
+    def _sample_points(self, sel: Selection, start: int, end: int, step: int, group_by: Sequence[str],
+                       by_sample: Sequence[str]) -> list[Points]:
+        """Totals read from the blocks: some samples are filtered out, or groups split by sample labels."""
+        rows = index.profile_rows(self.db, [s.id for s in sel.series], start, end)
+        bucket = _buckets(rows.time, start, step)
+        weights = _step_gauge_weights(rows, bucket) if sel.profile_type.is_gauge else None
+        owner, sample_labels, values = sample_values(self.blocks, self._rows(rows, sel, weights), by_sample)
+        by_series = [g for g in group_by if g not in by_sample]
+        ids = np.array([s.id for s in sel.series], np.int64)
+        order = np.argsort(ids)
+        table = np.array([[s.labels.get(g, "") for g in by_series] for s in sel.series], object) \
+            .reshape(len(ids), len(by_series))
+        row_series = order[np.searchsorted(ids[order], rows.series_id)][owner]
+        columns = [table[row_series, j] for j in range(len(by_series))] + list(sample_labels)
+        names = list(by_series) + list(by_sample)
+        return _grouped_points(names, columns, bucket[owner], values, start, step, group_by)
+
     # ------------------------------------------------------------------------------------ merges
 
-    def merge(self, tenant: str, query: str, start: int, end: int) -> Merged:
-        ptype, series = self._select(tenant, query, start, end)
-        rows = index.profile_rows(self.db, [s.id for s in series], start, end)
-        return Merged(ptype, self._merge_rows(rows, _gauge_weights(rows) if ptype.is_gauge else None), len(rows))
+    def merge(self, tenant: str, query: str, start: int, end: int, granularity: str = "functions") -> Merged:
+        sel = self._select(tenant, query, start, end)
+        rows = index.profile_rows(self.db, [s.id for s in sel.series], start, end)
+        weights = _gauge_weights(rows) if sel.profile_type.is_gauge else None
+        return Merged(sel.profile_type, self._merge_rows(rows, sel, weights, granularity), len(rows))
 
-    def nearest(self, tenant: str, query: str, time_ns: int) -> Merged:
-        ptype, series = self._select(tenant, query, *_ALL_TIME)
-        rows = index.nearest_profile(self.db, [s.id for s in series], time_ns)
-        return Merged(ptype, self._merge_rows(rows, None), len(rows))
+    def nearest(self, tenant: str, query: str, time_ns: int, granularity: str = "functions") -> Merged:
+        sel = self._select(tenant, query, *_ALL_TIME)
+        rows = index.nearest_profile(self.db, [s.id for s in sel.series], time_ns)
+        return Merged(sel.profile_type, self._merge_rows(rows, sel, None, granularity), len(rows))
 
-    def _select(self, tenant: str, query: str, start: int, end: int) -> tuple[ProfileType, list[Series]]:
+    def pprof(self, tenant: str, query: str, start: int, end: int, time_ns: int | None) -> tuple[Merged, bytes]:
+        """The merge (or the profile nearest `time_ns`) as pprof, with everything the profiles stored."""
+        if time_ns is not None:
+            sel = self._select(tenant, query, *_ALL_TIME)
+            rows = index.nearest_profile(self.db, [s.id for s in sel.series], time_ns)
+        else:
+            sel = self._select(tenant, query, start, end)
+            rows = index.profile_rows(self.db, [s.id for s in sel.series], start, end)
+        weights = _gauge_weights(rows) if sel.profile_type.is_gauge and time_ns is None else None
+        gathered, header = gather_rows(self.blocks, self._rows(rows, sel, weights))
+        body = render_pprof(gathered, sel.profile_type, header)
+        return Merged(sel.profile_type, None, len(rows)), body
+
+    def _select(self, tenant: str, query: str, start: int, end: int) -> Selection:
         q = parse_query(query)
         ptype = self._known_type(tenant, q)
-        return ptype, index.find_series(self.db, tenant, q.matchers, start, end, profile_type=ptype.id)
+        candidates = index.find_series(self.db, tenant, selection.index_matchers(q.matchers), start, end,
+                                       profile_type=ptype.id)
+        return selection.split(candidates, q.matchers, ptype)
 
     def _known_type(self, tenant: str, q: Query) -> ProfileType:
         if q.profile_type is None:
@@ -121,24 +205,10 @@ class Querier:
             raise NotFoundError(f'unknown profile type "{q.profile_type}"; stored types are: {listing}')
         return ProfileType.parse(q.profile_type)
 
-    def _merge_rows(self, rows: ProfileRows, weights: np.ndarray | None) -> CallTree:
-        keys = index.block_keys(self.db, sorted(set(rows.block_id.tolist())))
-        return merge_blocks(self.blocks, keys, rows.block_id, rows.row, weights)
-
-
-def merge_blocks(blocks: BlockCache, keys: Mapping[str, str], block_id: np.ndarray, row: np.ndarray,
-                 weights: np.ndarray | None) -> CallTree:
-    """The call tree of profiles stored in blocks: profile i is row `row[i]` of block `block_id[i]`,
-    whose object key is `keys[block_id[i]]`, weighted by `weights[i]` (None: summed as they are)."""
-    loaded = blocks.get_many(keys.values())
-    merged = np.zeros(len(blocks.paths), np.int64 if weights is None else np.float64)
-    order = np.argsort(block_id, kind="stable")
-    starts = np.flatnonzero(np.r_[True, block_id[order][1:] != block_id[order][:-1]])
-    for pick in np.split(order, starts[1:]) if len(order) else []:
-        block = loaded[keys[block_id[pick[0]]]]
-        nodes, values = block.reader.entries(row[pick], None if weights is None else weights[pick])
-        np.add.at(merged, block.node_paths[nodes], values)
-    return blocks.paths.tree(merged)
+    def _merge_rows(self, rows: ProfileRows, sel: Selection, weights: np.ndarray | None,
+                    granularity: str) -> CallTree:
+        r = self._rows(rows, sel, weights)
+        return merge_blocks(self.blocks, r.keys, r.block_id, r.row, r.weights, r.filters, r.row_filter, granularity)
 
 
 # A range may span all of int64 (from 1677 to 2262), so time - start does not fit in int64: it is taken
@@ -171,9 +241,10 @@ def _parsed_types(ids: Sequence[str]) -> list[ProfileType]:
 
 
 def _absent_labels(series: list[Series], group_by: Sequence[str]) -> list[str]:
-    """A warning per group_by label that none of the matching series has."""
+    """A warning per group_by label that none of the matching series has, nor their samples (the
+    caller leaves out names found in samples)."""
     present = {name for s in series for name in s.labels}
-    return [f'group_by: no matching series has the label "{name}", so it does not split them'
+    return [f'group_by: no matching series or sample has the label "{name}", so it does not split them'
             for name in group_by if series and name not in present]
 
 
@@ -198,3 +269,34 @@ def _bucket_totals(rows: ProfileRows, group: np.ndarray, bucket: np.ndarray, n_g
                      else (np.zeros((0, 2), np.int64), np.zeros(0, np.int64)))
     sums = np.bincount(np.asarray(inverse).reshape(-1), weights=values, minlength=len(uniq))
     return [(uniq[uniq[:, 0] == g, 1], sums[uniq[:, 0] == g]) for g in range(n_groups)]
+
+
+def _step_gauge_weights(rows: ProfileRows, bucket: np.ndarray) -> np.ndarray:
+    """Average over time within each step of each series: 1 / (profiles of the series in the step)."""
+    keys = np.stack([rows.series_id, bucket], axis=1)
+    if not len(keys):
+        return np.zeros(0, np.float64)
+    _, inverse, counts = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
+    return 1.0 / counts[inverse.reshape(-1)]
+
+
+def _grouped_points(names: Sequence[str], columns: Sequence[np.ndarray], bucket: np.ndarray, values: np.ndarray,
+                    start: int, step: int, group_by: Sequence[str]) -> list[Points]:
+    """Sums per (label values, step), one Points per distinct label values, labels in `group_by` order."""
+    tables, codes = [], []
+    for column in columns:
+        table, code = np.unique(np.asarray(column, object).astype(str), return_inverse=True)
+        tables.append(table)
+        codes.append(code.reshape(-1))
+    keys = np.stack([*codes, bucket], axis=1).astype(np.int64)
+    if not len(keys):
+        return []
+    unique, inverse = np.unique(keys, axis=0, return_inverse=True)
+    sums = np.bincount(inverse.reshape(-1), weights=values.astype(np.float64), minlength=len(unique))
+    starts = np.flatnonzero(np.r_[True, (unique[1:, :-1] != unique[:-1, :-1]).any(axis=1)])
+    points = []
+    for lo, hi in zip(starts, np.append(starts[1:], len(unique))):  # one step per output series
+        labels = {name: str(tables[i][unique[lo, i]]) for i, name in enumerate(names)}
+        points.append(Points({k: labels[k] for k in group_by}, _bucket_starts(unique[lo:hi, -1], start, step),
+                             sums[lo:hi]))
+    return sorted(points, key=lambda p: sorted(p.labels.items()))

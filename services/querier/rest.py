@@ -28,6 +28,8 @@ Until = Annotated[str | None, Query(description="end, default now")]
 Match = Annotated[list[str] | None, Query(alias="match[]", description='series selector, e.g. {job="demo"}')]
 # Documented, not validated by FastAPI: api.py checks them with messages that name the accepted values.
 Format = Annotated[str, Query(json_schema_extra={"enum": list(api.FORMATS)})]
+Granularity = Annotated[str | None, Query(description="frames by function (default) or by function, file and line",
+                                          json_schema_extra={"enum": list(api.GRANULARITIES)})]
 MaxNodes = Annotated[int | None, Query(description="nodes (rows for top) to keep, default from the configuration",
                                        json_schema_extra={"minimum": 1, "maximum": api.MAX_NODES_LIMIT})]
 
@@ -84,10 +86,11 @@ def router(q: Querier) -> APIRouter:
            responses={200: {"model": QueryAnswer, "content": PPROF_BODY,
                             "description": "JSON, or with format=pprof a gzipped pprof profile"}})
     def query(query: str, tenant: Tenant = None, start: From = None, until: Until = None,
-              time: str | None = None, format: Format = "flamegraph", max_nodes: MaxNodes = None):
+              time: str | None = None, format: Format = "flamegraph", max_nodes: MaxNodes = None,
+              granularity: Granularity = None):
         lo, hi = api.time_range(start, until)
         rendered = api.query(q, resolve_tenant(tenant), query, lo, hi, api.optional_time(time), format,
-                             api.check_max_nodes(max_nodes, q.config.default_max_nodes))
+                             api.check_max_nodes(max_nodes, q.config.default_max_nodes), granularity or "functions")
         if isinstance(rendered.body, bytes):
             return Response(rendered.body, media_type="application/octet-stream", headers={
                 "Content-Disposition": f'attachment; filename="{rendered.merged.profile_type.name}.pb.gz"'})

@@ -68,11 +68,14 @@ class QueryServicer(query_pb2_grpc.QueryServiceServicer):
         fmt = convert.FORMAT_NAMES.get(request.format)
         if fmt is None:
             raise ValueError(f"unknown format {request.format}")
+        granularity = convert.GRANULARITY_NAMES.get(request.granularity)
+        if granularity is None:
+            raise ValueError(f"unknown granularity {request.granularity}")
         start, end = _range(request.range)
         max_nodes = api.check_max_nodes(request.max_nodes or None, self._q.config.default_max_nodes)
         tenant = tenant_from_metadata(context.invocation_metadata())
         rendered = await asyncio.to_thread(api.query, self._q, tenant, request.query, start, end,
-                                           request.time_ns or None, fmt, max_nodes)
+                                           request.time_ns or None, fmt, max_nodes, granularity)
         field, make = convert.RESULT_FIELDS[fmt]
         return query_pb2.QueryResponse(profile_type=convert.profile_type(rendered.merged.profile_type),
                                        profiles=rendered.merged.profiles, **{field: make(rendered.body)})

@@ -90,6 +90,16 @@ class Pushes:
     def tenants(self) -> list[str]:
         return sorted({p.tenant for p in self.items})
 
+    def sample_labels(self, tenant: str) -> dict[str, set[str]]:
+        """Sample label name -> values (a number as its text) over the tenant's pushes, counting only
+        samples with a value: a sample of zeros is not stored."""
+        out: dict[str, set[str]] = defaultdict(set)
+        for push in self.items:
+            if push.tenant == tenant:
+                for name, value in pprof_sample_labels(push.file.read_bytes()):
+                    out[name].add(value)
+        return dict(out)
+
 
 def rewritten(data: bytes, *, time_ns: int, scale: int = 1, padding: int = 0) -> bytes:
     """A copy of a gzipped pprof with another time, every value multiplied by `scale`, and
@@ -117,3 +127,12 @@ def profile_time_ns(data: bytes) -> int:
     profile = profile_pb2.Profile()
     profile.ParseFromString(gzip.decompress(data))
     return profile.time_nanos
+
+
+def pprof_sample_labels(data: bytes) -> set[tuple[str, str]]:
+    """(name, value) of every label of a sample with a non-zero value."""
+    profile = profile_pb2.Profile()
+    profile.ParseFromString(gzip.decompress(data))
+    strings = profile.string_table
+    return {(strings[label.key], strings[label.str] if label.str else str(label.num))
+            for sample in profile.sample if any(sample.value) for label in sample.label}

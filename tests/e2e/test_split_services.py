@@ -173,19 +173,21 @@ def test_profile_types(cluster: Cluster, stored: Stored):
 def test_label_names_and_values(cluster: Cluster, stored: Stored):
     for tenant in stored.pushes.tenants():
         series = [dict(k) for k in stored.pushes.series(tenant)]
-        names = sorted({n for s in series for n in s})
+        sample_labels = stored.pushes.sample_labels(tenant)
+        assert tenant != HTTP or {"handler", "span_id"} <= set(sample_labels), "the workload labels its CPU samples"
+        names = sorted({n for s in series for n in s} | set(sample_labels))
         assert rest(cluster, "/labels", tenant, stored.window.rest()) == {"status": "success", "data": names}
         response = cluster.query.LabelNames(query_pb2.LabelNamesRequest(range=stored.window.grpc()),
                                             metadata=metadata(tenant), timeout=TIMEOUT_S)
         assert list(response.names) == names
         for name in names:
-            values = sorted({s[name] for s in series})
+            values = sorted({s[name] for s in series if name in s} | sample_labels.get(name, set()))
             assert rest(cluster, f"/label/{name}/values", tenant, stored.window.rest())["data"] == values
             response = cluster.query.LabelValues(query_pb2.LabelValuesRequest(name=name, range=stored.window.grpc()),
                                                  metadata=metadata(tenant), timeout=TIMEOUT_S)
             assert list(response.values) == values
-    assert rest(cluster, "/labels", HTTP, stored.window.rest())["data"] == [
-        "__name__", "__profile_type__", "service_name", "source"]
+    assert rest(cluster, "/labels", HTTP, stored.window.rest())["data"] == sorted(
+        ["__name__", "__profile_type__", "service_name", "source", *stored.pushes.sample_labels(HTTP)])
     assert rest(cluster, "/label/service_name/values", GRPC, stored.window.rest())["data"] == ["workload-grpc"]
 
     # match[] narrows the series; several match[] are a union
@@ -201,7 +203,8 @@ def test_label_names_and_values(cluster: Cluster, stored: Stored):
     response = cluster.query.LabelNames(query_pb2.LabelNamesRequest(matchers=['{env="cli"}'],
                                                                     range=stored.window.grpc()),
                                         metadata=metadata(CLI), timeout=TIMEOUT_S)
-    assert list(response.names) == ["__name__", "__profile_type__", "env", "service_name"]
+    assert list(response.names) == sorted(["__name__", "__profile_type__", "env", "service_name",
+                                           *stored.pushes.sample_labels(CLI)])
 
 
 def test_series(cluster: Cluster, stored: Stored):
@@ -307,7 +310,7 @@ def test_query_range_warns_of_a_group_by_label_no_series_has(cluster: Cluster, s
     """Grouping by a misspelt label would otherwise answer one group, as if it had worked."""
     params = {"query": CPU, "step": "1d", "group_by": ["instnace", "source"], **stored.window.rest()}
     answer = rest(cluster, "/query_range", HTTP, params)
-    warning = 'group_by: no matching series has the label "instnace", so it does not split them'
+    warning = 'group_by: no matching series or sample has the label "instnace", so it does not split them'
     assert answer["warnings"] == [warning]
     assert [s["labels"] for s in answer["series"]] == [{"instnace": "", "source": "cpu"}]
     request = query_pb2.QueryRangeRequest(query=CPU, range=stored.window.grpc(), step_ns=DAY_NS,

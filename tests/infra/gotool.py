@@ -148,3 +148,64 @@ def _run_pprof(args: list[str], path: Path | str) -> str:
     if result.returncode != 0:
         raise RuntimeError(f"go tool pprof {' '.join(args)} {path} failed:\n{result.stderr}")
     return result.stdout
+
+
+@dataclass(frozen=True)
+class RawView:
+    """Everything `pprof -raw` prints about one sample type, with ids resolved so two files that say
+    the same thing compare equal however they number their locations and mappings."""
+
+    header: dict[str, str]  # PeriodType, Period, Time, Duration as printed
+    samples: dict[tuple, int]  # (stack, labels) -> summed value; samples with value 0 left out
+
+    @property
+    def total(self) -> int:
+        return sum(self.samples.values())
+
+
+def pprof_raw_view(path: Path | str, column: int) -> RawView:
+    """`go tool pprof -raw` of a file: a stack is a tuple of locations (address, mapping, lines, leaf
+    first), a mapping its printed ranges, file, build ID and flags, and labels the sample's label lines."""
+    lines = _run_pprof(["-raw"], path).splitlines()
+    samples_at, locations_at, mappings_at = lines.index("Samples:"), lines.index("Locations"), lines.index("Mappings")
+    header = dict(line.split(": ", 1) for line in lines[:samples_at] if ": " in line)
+    mappings = {int(line.split(":", 1)[0]): line.split(": ", 1)[1].rstrip() for line in lines[mappings_at + 1:]
+                if line.strip()}
+    locations = _resolved_locations(lines[locations_at + 1:mappings_at], mappings)
+    samples: dict[tuple, int] = defaultdict(int)
+    for values, ids, labels in _labelled_samples(lines[samples_at + 2:locations_at]):
+        if values[column]:
+            samples[(tuple(locations[i] for i in ids), labels)] += values[column]
+    return RawView({k: header[k] for k in ("PeriodType", "Period", "Time", "Duration") if k in header}, dict(samples))
+
+
+def _resolved_locations(lines: list[str], mappings: dict[int, str]) -> dict[int, tuple]:
+    found: dict[int, tuple] = {}
+    current_id = None
+    for line in lines:
+        more = _LOCATION_MORE.match(line)
+        if more and current_id is not None:
+            address, mapping, printed = found[current_id]
+            found[current_id] = (address, mapping, printed + (more.group(1),))
+            continue
+        location_id, rest = line.split(": ", 1)
+        address, _, rest = rest.partition(" ")
+        mapping = ""
+        if rest.startswith("M="):
+            number, _, rest = rest.partition(" ")
+            mapping = mappings[int(number[2:])]
+        current_id = int(location_id)
+        found[current_id] = (address, mapping, (rest,) if rest.strip() else ())
+    return found
+
+
+def _labelled_samples(lines: list[str]) -> list[tuple[list[int], list[int], tuple[str, ...]]]:
+    out: list[tuple[list[int], list[int], tuple[str, ...]]] = []
+    for line in lines:
+        match = _SAMPLE.match(line)
+        if match:
+            out.append(([int(v) for v in match.group(1).split()], [int(i) for i in match.group(2).split()], ()))
+        else:
+            values, ids, labels = out[-1]
+            out[-1] = (values, ids, tuple(sorted(labels + (line.strip(),))))
+    return out

@@ -197,18 +197,29 @@ def test_a_profile_of_zeros_is_stored_with_empty_lists():
     assert reader.node_values(np.array([0])).tolist() == [0] * len(reader.node_parent)
 
 
-def test_unsymbolized_locations_are_named_by_their_address():
-    kernel = 0xFFFF_FFFF_8100_0000  # above 2**63
+def test_unsymbolized_locations_are_named_by_their_mapping_and_address_in_it():
+    kernel = 0xFFFF_FFFF_8100_0000  # above 2**63, outside the mapping: shown as it is
     ref = build([[0x4012AB, "main"], [kernel, 0x4012AB, "main"]], [[3], [4]])
     reader = BlockReader(write_block([entry(t) for t in typed(ref)]))
     assert paths(reader, reader.node_values(np.array([0]))) == {
-        ("main", "0x4012ab"): 3, ("main", "0x4012ab", "0xffffffff81000000"): 4,
+        ("main", "[app] 0x12ab"): 3, ("main", "[app] 0x12ab", "0xffffffff81000000"): 4,
     }
     table = reader.location_table()
     rows = {name: i for i, name in enumerate(table["name"].tolist())}
-    assert sorted(rows) == ["0x4012ab", "0xffffffff81000000", "main"]
+    assert sorted(rows) == ["0xffffffff81000000", "[app] 0x12ab", "main"]
     assert int(table["address"][rows["0xffffffff81000000"]]) == kernel
-    assert (str(table["filename"][rows["0x4012ab"]]), int(table["line"][rows["0x4012ab"]])) == ("", 0)
+    assert (str(table["filename"][rows["[app] 0x12ab"]]), int(table["line"][rows["[app] 0x12ab"]])) == ("", 0)
+
+
+def test_an_unsymbolized_frame_is_named_by_its_address_in_the_mapped_file():
+    ref = build([[0x7F00_0005_52A0, "main"]], [[1]])
+    ref.mapping.add(id=77, memory_start=0x7F00_0000_0000, memory_limit=0x7F00_0010_0000, file_offset=0x4A000,
+                    filename=len(ref.string_table))
+    ref.string_table.append("/usr/lib/x86_64-linux-gnu/libc.so.6")
+    ref.location[0].mapping_id = 77
+    reader = BlockReader(write_block([entry(t) for t in typed(ref)]))
+    # 0x552a0 into the mapping, which starts at file offset 0x4a000: 0x9f2a0 into libc.so.6
+    assert paths(reader, reader.node_values(np.array([0]))) == {("main", "[libc.so.6] 0x9f2a0"): 1}
 
 
 def test_a_block_of_only_unsymbolized_locations():

@@ -1,59 +1,161 @@
-"""Render a merged call tree as a gzip-compressed pprof profile.
+"""Render gathered profiles (see `flamewatch.storage.gather`) as one gzip-compressed pprof profile.
 
-Each function name becomes one function and one location; each tree node with a self value becomes
-one sample whose stack is the node's path (leaf first). Unlike the JSON formats this one carries the
-profile type (pprof names its sample type) and is never truncated. Stacks are built by walking all
-sample nodes up the tree together, one level per round.
+Unlike the JSON formats this one keeps everything the stored profiles said: each location with its
+address, mapping (file, build ID, ranges, offset) and every line, inlined ones included; each sample's
+labels (string and numeric with units); the period and its type; the earliest time and the span
+covered. Samples with equal stacks and labels were already summed by gathering, so every (stack node,
+label set) with a value becomes one sample. It is never truncated.
+
+Stacks are built by walking all sample nodes up the stack tree together, one level per round, keeping
+each location's innermost frame (a location's lines are consecutive frames of one path).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
 from flamewatch.pprof.encode import encode
 from flamewatch.pprof.model import Functions, Locations, Mappings, Profile, Samples
 from flamewatch.pprof.profile_types import ProfileType
-from flamewatch.querier.calltree import CallTree, as_int
+from flamewatch.pprof.wire import expand_ranges
+from flamewatch.querier.calltree import as_int
+from flamewatch.storage.gather import Gathered
+from flamewatch.storage.symbols import MAPPING_FLAG_BITS
 
 
-def render_pprof(tree: CallTree, profile_type: ProfileType, period: int = 0) -> bytes:
-    values = as_int(tree.self_value)
-    leaves = np.flatnonzero(values != 0)  # the root's own value is a sample with an empty stack
-    names = np.asarray(tree.names, dtype=object)
-    strings = np.concatenate([np.array(["", profile_type.sample_type, profile_type.sample_unit,
-                                        profile_type.period_type, profile_type.period_unit], object), names])
-    n_names = len(names)
-    function_ids = np.arange(1, n_names + 1, dtype=np.uint64)
-    owner, location = _stacks(tree.parent, tree.name, leaves)
-    offsets = np.zeros(len(leaves) + 1, np.int64)
-    np.cumsum(np.bincount(owner, minlength=len(leaves)), out=offsets[1:])
-    empty = np.zeros(0, np.int64)
+@dataclass(frozen=True)
+class Header:
+    """The profile-level fields of the output."""
+
+    period: int
+    time_ns: int
+    duration_ns: int
+
+
+def render_pprof(g: Gathered, profile_type: ProfileType, header: Header) -> bytes:
+    values = as_int(g.value)
+    keep = values != 0
+    nodes, sets, values = g.node[keep], g.label_set[keep], values[keep]
+    tables = _Used(g, nodes)
+    strings = _Strings(g.symbols.strings, [tables.function_strings(), tables.mapping_strings(),
+                                           *_label_strings(g, sets)], profile_type)
     profile = Profile(
-        strings=strings,
+        strings=strings.table,
         sample_types=np.array([[1, 2]], np.int64),
-        samples=Samples(offsets, (location + 1).astype(np.uint64), values[leaves].reshape(-1, 1),
-                        empty, empty, empty, empty, empty),
-        locations=Locations(function_ids, np.zeros(n_names, np.uint64), np.zeros(n_names, np.uint64),
-                            np.zeros(n_names, bool), np.arange(n_names + 1, dtype=np.int64), function_ids,
-                            np.zeros(n_names, np.int64), np.zeros(n_names, np.int64)),
-        functions=Functions(function_ids, np.arange(5, 5 + n_names, dtype=np.int64), np.arange(5, 5 + n_names),
-                            np.zeros(n_names, np.int64), np.zeros(n_names, np.int64)),
-        mappings=Mappings(*([np.zeros(0, np.uint64)] * 4), empty, empty, *([np.zeros(0, bool)] * 4)),
+        samples=_samples(g, tables, sets, values, strings),
+        locations=tables.locations(),
+        functions=tables.functions(strings),
+        mappings=tables.mappings(strings),
         period_type=(3, 4),
-        period=period,
+        period=header.period,
+        time_nanos=header.time_ns,
+        duration_nanos=header.duration_ns,
     )
     return encode(profile)
 
 
-def _stacks(parent: np.ndarray, name: np.ndarray, leaves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(sample, name index) pairs, grouped by sample, leaf first."""
+def _label_rows(g: Gathered, sets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sample, label row) pairs: every label of every sample's set."""
+    label_set = g.symbols.labels["set"]
+    first = np.searchsorted(label_set, sets, side="left")
+    counts = np.searchsorted(label_set, sets, side="right") - first
+    return np.repeat(np.arange(len(sets)), counts), expand_ranges(first, counts)
+
+
+def _label_strings(g: Gathered, sets: np.ndarray) -> list[np.ndarray]:
+    _, rows = _label_rows(g, sets)
+    lb = g.symbols.labels
+    return [lb["key"][rows], lb["str"][rows], lb["unit"][rows]]
+
+
+def _samples(g: Gathered, tables: _Used, sets: np.ndarray, values: np.ndarray, strings: _Strings) -> Samples:
+    sample, rows = _label_rows(g, sets)
+    lb = g.symbols.labels
+    return Samples(tables.sample_offsets, (tables.sample_locations + 1).astype(np.uint64), values.reshape(-1, 1),
+                   sample, strings.of(lb["key"][rows]), strings.of(lb["str"][rows]), lb["num"][rows],
+                   strings.of(lb["unit"][rows]))
+
+
+class _Strings:
+    """The output string table: "", the profile type's four strings, then every string used."""
+
+    def __init__(self, table: np.ndarray, used: list[np.ndarray], profile_type: ProfileType):
+        head = np.array(["", profile_type.sample_type, profile_type.sample_unit, profile_type.period_type,
+                         profile_type.period_unit], object)
+        self._used = np.unique(np.concatenate([np.asarray(u, np.int64) for u in used]))
+        self._empty = np.asarray(table, object)[self._used] == ""
+        self.table = np.concatenate([head, np.asarray(table, object)[self._used]])
+
+    def of(self, index: np.ndarray) -> np.ndarray:
+        """Output index of stored string indices; the empty string is index 0."""
+        at = np.searchsorted(self._used, index)
+        return np.where(self._empty[at], 0, at + 5).astype(np.int64) if len(index) else np.zeros(0, np.int64)
+
+
+class _Used:
+    """The locations, functions and mappings the samples' stacks use, numbered from 1 in output order."""
+
+    def __init__(self, g: Gathered, nodes: np.ndarray):
+        fr = g.symbols.frames
+        self._g, self._frames = g, fr
+        n_locations = int(fr["location"].max(initial=-1)) + 1
+        self._first = np.searchsorted(fr["location"], np.arange(n_locations))
+        owner, frame = _paths(g.node_parent, g.node_frame, nodes)
+        innermost = np.arange(len(fr["location"])) == self._first[fr["location"]]
+        owner, location = owner[innermost[frame]], fr["location"][frame[innermost[frame]]]
+        self.loc, sample_loc = np.unique(location, return_inverse=True)
+        self.sample_locations = sample_loc.reshape(-1)
+        per_sample = np.bincount(owner, minlength=len(nodes))
+        self.sample_offsets = np.concatenate([[0], np.cumsum(per_sample)]).astype(np.int64)
+        counts = np.diff(np.append(self._first, len(fr["location"])))[self.loc]
+        frames = expand_ranges(self._first[self.loc], counts)
+        self._line_frames = frames[fr["function"][frames] >= 0]
+        self._line_counts = np.bincount(np.repeat(np.arange(len(self.loc)), counts)[fr["function"][frames] >= 0],
+                                        minlength=len(self.loc))
+        self.fn, self._line_fn = np.unique(fr["function"][self._line_frames], return_inverse=True)
+        head = fr["mapping"][self._first[self.loc]]
+        self.mp, mp_index = np.unique(head[head >= 0], return_inverse=True)
+        self._loc_mapping = np.zeros(len(self.loc), np.uint64)
+        self._loc_mapping[head >= 0] = mp_index.reshape(-1) + 1
+
+    def function_strings(self) -> np.ndarray:
+        return self._g.symbols.functions[self.fn][:, :3].reshape(-1)
+
+    def mapping_strings(self) -> np.ndarray:
+        return self._g.symbols.mappings[self.mp][:, :2].reshape(-1)
+
+    def locations(self) -> Locations:
+        fr, n = self._frames, len(self.loc)
+        return Locations(
+            id=np.arange(1, n + 1, dtype=np.uint64), mapping_id=self._loc_mapping,
+            address=fr["address"][self._first[self.loc]].view(np.uint64), is_folded=np.zeros(n, bool),
+            line_offsets=np.concatenate([[0], np.cumsum(self._line_counts)]).astype(np.int64),
+            line_function_id=(self._line_fn.reshape(-1) + 1).astype(np.uint64),
+            line_line=fr["line"][self._line_frames], line_column=fr["column"][self._line_frames])
+
+    def functions(self, strings: _Strings) -> Functions:
+        f = self._g.symbols.functions[self.fn]
+        return Functions(np.arange(1, len(f) + 1, dtype=np.uint64), strings.of(f[:, 0]), strings.of(f[:, 1]),
+                         strings.of(f[:, 2]), f[:, 3].copy())
+
+    def mappings(self, strings: _Strings) -> Mappings:
+        m = self._g.symbols.mappings[self.mp]
+        flags = [(m[:, 5] >> bit & 1).astype(bool) for bit in range(len(MAPPING_FLAG_BITS))]
+        return Mappings(np.arange(1, len(m) + 1, dtype=np.uint64), m[:, 2].view(np.uint64).copy(),
+                        m[:, 3].view(np.uint64).copy(), m[:, 4].view(np.uint64).copy(), strings.of(m[:, 0]),
+                        strings.of(m[:, 1]), *flags)
+
+
+def _paths(parent: np.ndarray, frame: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sample, frame) pairs of every node's path to the root, grouped by sample, leaf first."""
     owners, frames, rounds = [], [], []
-    below_root = leaves > 0
-    current, sample = leaves[below_root], np.flatnonzero(below_root)
+    current, sample = nodes[nodes > 0], np.flatnonzero(nodes > 0)
     step = 0
     while len(current):
         owners.append(sample)
-        frames.append(name[current])
+        frames.append(frame[current])
         rounds.append(np.full(len(current), step))
         up = parent[current]
         live = up > 0  # stop below the root, which is not a frame
@@ -61,6 +163,6 @@ def _stacks(parent: np.ndarray, name: np.ndarray, leaves: np.ndarray) -> tuple[n
         step += 1
     if not owners:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    owner, frame, order = np.concatenate(owners), np.concatenate(frames), np.concatenate(rounds)
+    owner, found, order = np.concatenate(owners), np.concatenate(frames), np.concatenate(rounds)
     sort = np.lexsort((order, owner))
-    return owner[sort], frame[sort]
+    return owner[sort], found[sort]

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
+	"runtime/pprof"
+	"strconv"
 	"time"
 )
 
@@ -10,11 +13,18 @@ const (
 	cpuPause = 130 * time.Millisecond
 )
 
-// cpuLoop alternates two CPU burners with pauses: about 2 x 20 ms of work every 170 ms.
+// cpuLoop alternates two CPU burners with pauses: about 2 x 20 ms of work every 170 ms. Each burst
+// runs under pprof labels as a request handler would: a `handler` per burner and a `span_id` per burst,
+// so CPU and goroutine profiles carry sample labels of low and of high cardinality.
 func cpuLoop() {
-	for {
-		cpuFibonacci(cpuBurst)
-		cpuHashLoop(cpuBurst)
+	ctx := context.Background()
+	for span := 1; ; span += 2 {
+		pprof.Do(ctx, pprof.Labels("handler", "/fibonacci", "span_id", strconv.Itoa(span)), func(context.Context) {
+			cpuFibonacci(cpuBurst)
+		})
+		pprof.Do(ctx, pprof.Labels("handler", "/hash", "span_id", strconv.Itoa(span+1)), func(context.Context) {
+			cpuHashLoop(cpuBurst)
+		})
 		time.Sleep(cpuPause)
 	}
 }

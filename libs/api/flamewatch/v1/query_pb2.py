@@ -25,15 +25,17 @@ _sym_db = _symbol_database.Default()
 from flamewatch.api.flamewatch.v1 import types_pb2 as flamewatch_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x66lamewatch/v1/query.proto\x12\rflamewatch.v1\x1a\x19\x66lamewatch/v1/types.proto\">\n\x13ProfileTypesRequest\x12\'\n\x05range\x18\x01 \x01(\x0b\x32\x18.flamewatch.v1.TimeRange\"I\n\x14ProfileTypesResponse\x12\x31\n\rprofile_types\x18\x01 \x03(\x0b\x32\x1a.flamewatch.v1.ProfileType\"N\n\x11LabelNamesRequest\x12\x10\n\x08matchers\x18\x01 \x03(\t\x12\'\n\x05range\x18\x02 \x01(\x0b\x32\x18.flamewatch.v1.TimeRange\"#\n\x12LabelNamesResponse\x12\r\n\x05names\x18\x01 \x03(\t\"]\n\x12LabelValuesRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08matchers\x18\x02 \x03(\t\x12\'\n\x05range\x18\x03 \x01(\x0b\x32\x18.flamewatch.v1.TimeRange\"%\n\x13LabelValuesResponse\x12\x0e\n\x06values\x18\x01 \x03(\t\"J\n\rSeriesRequest\x12\x10\n\x08matchers\x18\x01 \x03(\t\x12\'\n\x05range\x18\x02 \x01(\x0b\x32\x18.flamewatch.v1.TimeRange\"7\n\x0eSeriesResponse\x12%\n\x06series\x18\x01 \x03(\x0b\x32\x15.flamewatch.v1.Labels\"n\n\x11QueryRangeRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\'\n\x05range\x18\x02 \x01(\x0b\x32\x18.flamewatch.v1.TimeRange\x12\x0f\n\x07step_ns\x18\x03 \x01(\x03\x12\x10\n\x08group_by\x18\x04 \x03(\t\",\n\x05Point\x12\x14\n\x0ctimestamp_ns\x18\x01 \x01(\x03\x12\r\n\x05value\x18\x02 \x01(\x01\"^\n\x0cSeriesPoints\x12(\n\x06labels\x18\x01 \x03(\x0b\x32\x18.flamewatch.v1.LabelPair\x12$\n\x06points\x18\x02 \x03(\x0b\x32\x14.flamewatch.v1.Point\"S\n\x12QueryRangeResponse\x12+\n\x06series\x18\x01 \x03(\x0b\x32\x1b.flamewatch.v1.SeriesPoints\x12\x10\n\x08warnings\x18\x02 \x03(\t\"\x98\x01\n\x0cQueryRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\'\n\x05range\x18\x02 \x01(\x0b\x32\x18.flamewatch.v1.TimeRange\x12\x0f\n\x07time_ns\x18\x03 \x01(\x03\x12,\n\x06\x66ormat\x18\x04 \x01(\x0e\x32\x1c.flamewatch.v1.ProfileFormat\x12\x11\n\tmax_nodes\x18\x05 \x01(\x03\"b\n\nFlameGraph\x12\r\n\x05names\x18\x01 \x03(\t\x12$\n\x06levels\x18\x02 \x03(\x0b\x32\x14.flamewatch.v1.Level\x12\r\n\x05total\x18\x03 \x01(\x03\x12\x10\n\x08max_self\x18\x04 \x01(\x03\"\x17\n\x05Level\x12\x0e\n\x06values\x18\x01 \x03(\x03\"5\n\x08TopEntry\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04self\x18\x02 \x01(\x03\x12\r\n\x05total\x18\x03 \x01(\x03\"C\n\x08TopTable\x12(\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x17.flamewatch.v1.TopEntry\x12\r\n\x05total\x18\x02 \x01(\x03\"`\n\x08TreeNode\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04self\x18\x02 \x01(\x03\x12\r\n\x05total\x18\x03 \x01(\x03\x12)\n\x08\x63hildren\x18\x04 \x03(\x0b\x32\x17.flamewatch.v1.TreeNode\"\xf0\x01\n\rQueryResponse\x12\x30\n\x0cprofile_type\x18\x01 \x01(\x0b\x32\x1a.flamewatch.v1.ProfileType\x12\x10\n\x08profiles\x18\x02 \x01(\x03\x12/\n\nflamegraph\x18\x03 \x01(\x0b\x32\x19.flamewatch.v1.FlameGraphH\x00\x12&\n\x03top\x18\x04 \x01(\x0b\x32\x17.flamewatch.v1.TopTableH\x00\x12\'\n\x04tree\x18\x05 \x01(\x0b\x32\x17.flamewatch.v1.TreeNodeH\x00\x12\x0f\n\x05pprof\x18\x06 \x01(\x0cH\x00\x42\x08\n\x06result\"\xa6\x01\n\x0b\x44iffRequest\x12\x12\n\nleft_query\x18\x01 \x01(\t\x12,\n\nleft_range\x18\x02 \x01(\x0b\x32\x18.flamewatch.v1.TimeRange\x12\x13\n\x0bright_query\x18\x03 \x01(\t\x12-\n\x0bright_range\x18\x04 \x01(\x0b\x32\x18.flamewatch.v1.TimeRange\x12\x11\n\tmax_nodes\x18\x05 \x01(\x03\"\x8f\x01\n\x0e\x46lameGraphDiff\x12\r\n\x05names\x18\x01 \x03(\t\x12$\n\x06levels\x18\x02 \x03(\x0b\x32\x14.flamewatch.v1.Level\x12\r\n\x05total\x18\x03 \x01(\x03\x12\x10\n\x08max_self\x18\x04 \x01(\x03\x12\x12\n\nleft_ticks\x18\x05 \x01(\x03\x12\x13\n\x0bright_ticks\x18\x06 \x01(\x03\"A\n\x0c\x44iffResponse\x12\x31\n\nflamegraph\x18\x01 \x01(\x0b\x32\x1d.flamewatch.v1.FlameGraphDiff*\x99\x01\n\rProfileFormat\x12\x1e\n\x1aPROFILE_FORMAT_UNSPECIFIED\x10\x00\x12\x1d\n\x19PROFILE_FORMAT_FLAMEGRAPH\x10\x01\x12\x16\n\x12PROFILE_FORMAT_TOP\x10\x02\x12\x17\n\x13PROFILE_FORMAT_TREE\x10\x03\x12\x18\n\x14PROFILE_FORMAT_PPROF\x10\x04\x32\xaf\x04\n\x0cQueryService\x12W\n\x0cProfileTypes\x12\".flamewatch.v1.ProfileTypesRequest\x1a#.flamewatch.v1.ProfileTypesResponse\x12Q\n\nLabelNames\x12 .flamewatch.v1.LabelNamesRequest\x1a!.flamewatch.v1.LabelNamesResponse\x12T\n\x0bLabelValues\x12!.flamewatch.v1.LabelValuesRequest\x1a\".flamewatch.v1.LabelValuesResponse\x12\x45\n\x06Series\x12\x1c.flamewatch.v1.SeriesRequest\x1a\x1d.flamewatch.v1.SeriesResponse\x12Q\n\nQueryRange\x12 .flamewatch.v1.QueryRangeRequest\x1a!.flamewatch.v1.QueryRangeResponse\x12\x42\n\x05Query\x12\x1b.flamewatch.v1.QueryRequest\x1a\x1c.flamewatch.v1.QueryResponse\x12?\n\x04\x44iff\x12\x1a.flamewatch.v1.DiffRequest\x1a\x1b.flamewatch.v1.DiffResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x66lamewatch/v1/query.proto\x12\rflamewatch.v1\x1a\x19\x66lamewatch/v1/types.proto\">\n\x13ProfileTypesRequest\x12\'\n\x05range\x18\x01 \x01(\x0b\x32\x18.flamewatch.v1.TimeRange\"I\n\x14ProfileTypesResponse\x12\x31\n\rprofile_types\x18\x01 \x03(\x0b\x32\x1a.flamewatch.v1.ProfileType\"N\n\x11LabelNamesRequest\x12\x10\n\x08matchers\x18\x01 \x03(\t\x12\'\n\x05range\x18\x02 \x01(\x0b\x32\x18.flamewatch.v1.TimeRange\"#\n\x12LabelNamesResponse\x12\r\n\x05names\x18\x01 \x03(\t\"]\n\x12LabelValuesRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08matchers\x18\x02 \x03(\t\x12\'\n\x05range\x18\x03 \x01(\x0b\x32\x18.flamewatch.v1.TimeRange\"%\n\x13LabelValuesResponse\x12\x0e\n\x06values\x18\x01 \x03(\t\"J\n\rSeriesRequest\x12\x10\n\x08matchers\x18\x01 \x03(\t\x12\'\n\x05range\x18\x02 \x01(\x0b\x32\x18.flamewatch.v1.TimeRange\"7\n\x0eSeriesResponse\x12%\n\x06series\x18\x01 \x03(\x0b\x32\x15.flamewatch.v1.Labels\"n\n\x11QueryRangeRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\'\n\x05range\x18\x02 \x01(\x0b\x32\x18.flamewatch.v1.TimeRange\x12\x0f\n\x07step_ns\x18\x03 \x01(\x03\x12\x10\n\x08group_by\x18\x04 \x03(\t\",\n\x05Point\x12\x14\n\x0ctimestamp_ns\x18\x01 \x01(\x03\x12\r\n\x05value\x18\x02 \x01(\x01\"^\n\x0cSeriesPoints\x12(\n\x06labels\x18\x01 \x03(\x0b\x32\x18.flamewatch.v1.LabelPair\x12$\n\x06points\x18\x02 \x03(\x0b\x32\x14.flamewatch.v1.Point\"S\n\x12QueryRangeResponse\x12+\n\x06series\x18\x01 \x03(\x0b\x32\x1b.flamewatch.v1.SeriesPoints\x12\x10\n\x08warnings\x18\x02 \x03(\t\"\xc9\x01\n\x0cQueryRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\'\n\x05range\x18\x02 \x01(\x0b\x32\x18.flamewatch.v1.TimeRange\x12\x0f\n\x07time_ns\x18\x03 \x01(\x03\x12,\n\x06\x66ormat\x18\x04 \x01(\x0e\x32\x1c.flamewatch.v1.ProfileFormat\x12\x11\n\tmax_nodes\x18\x05 \x01(\x03\x12/\n\x0bgranularity\x18\x06 \x01(\x0e\x32\x1a.flamewatch.v1.Granularity\"b\n\nFlameGraph\x12\r\n\x05names\x18\x01 \x03(\t\x12$\n\x06levels\x18\x02 \x03(\x0b\x32\x14.flamewatch.v1.Level\x12\r\n\x05total\x18\x03 \x01(\x03\x12\x10\n\x08max_self\x18\x04 \x01(\x03\"\x17\n\x05Level\x12\x0e\n\x06values\x18\x01 \x03(\x03\"5\n\x08TopEntry\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04self\x18\x02 \x01(\x03\x12\r\n\x05total\x18\x03 \x01(\x03\"C\n\x08TopTable\x12(\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x17.flamewatch.v1.TopEntry\x12\r\n\x05total\x18\x02 \x01(\x03\"`\n\x08TreeNode\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04self\x18\x02 \x01(\x03\x12\r\n\x05total\x18\x03 \x01(\x03\x12)\n\x08\x63hildren\x18\x04 \x03(\x0b\x32\x17.flamewatch.v1.TreeNode\"\xf0\x01\n\rQueryResponse\x12\x30\n\x0cprofile_type\x18\x01 \x01(\x0b\x32\x1a.flamewatch.v1.ProfileType\x12\x10\n\x08profiles\x18\x02 \x01(\x03\x12/\n\nflamegraph\x18\x03 \x01(\x0b\x32\x19.flamewatch.v1.FlameGraphH\x00\x12&\n\x03top\x18\x04 \x01(\x0b\x32\x17.flamewatch.v1.TopTableH\x00\x12\'\n\x04tree\x18\x05 \x01(\x0b\x32\x17.flamewatch.v1.TreeNodeH\x00\x12\x0f\n\x05pprof\x18\x06 \x01(\x0cH\x00\x42\x08\n\x06result\"\xa6\x01\n\x0b\x44iffRequest\x12\x12\n\nleft_query\x18\x01 \x01(\t\x12,\n\nleft_range\x18\x02 \x01(\x0b\x32\x18.flamewatch.v1.TimeRange\x12\x13\n\x0bright_query\x18\x03 \x01(\t\x12-\n\x0bright_range\x18\x04 \x01(\x0b\x32\x18.flamewatch.v1.TimeRange\x12\x11\n\tmax_nodes\x18\x05 \x01(\x03\"\x8f\x01\n\x0e\x46lameGraphDiff\x12\r\n\x05names\x18\x01 \x03(\t\x12$\n\x06levels\x18\x02 \x03(\x0b\x32\x14.flamewatch.v1.Level\x12\r\n\x05total\x18\x03 \x01(\x03\x12\x10\n\x08max_self\x18\x04 \x01(\x03\x12\x12\n\nleft_ticks\x18\x05 \x01(\x03\x12\x13\n\x0bright_ticks\x18\x06 \x01(\x03\"A\n\x0c\x44iffResponse\x12\x31\n\nflamegraph\x18\x01 \x01(\x0b\x32\x1d.flamewatch.v1.FlameGraphDiff*\x99\x01\n\rProfileFormat\x12\x1e\n\x1aPROFILE_FORMAT_UNSPECIFIED\x10\x00\x12\x1d\n\x19PROFILE_FORMAT_FLAMEGRAPH\x10\x01\x12\x16\n\x12PROFILE_FORMAT_TOP\x10\x02\x12\x17\n\x13PROFILE_FORMAT_TREE\x10\x03\x12\x18\n\x14PROFILE_FORMAT_PPROF\x10\x04*\\\n\x0bGranularity\x12\x1b\n\x17GRANULARITY_UNSPECIFIED\x10\x00\x12\x19\n\x15GRANULARITY_FUNCTIONS\x10\x01\x12\x15\n\x11GRANULARITY_LINES\x10\x02\x32\xaf\x04\n\x0cQueryService\x12W\n\x0cProfileTypes\x12\".flamewatch.v1.ProfileTypesRequest\x1a#.flamewatch.v1.ProfileTypesResponse\x12Q\n\nLabelNames\x12 .flamewatch.v1.LabelNamesRequest\x1a!.flamewatch.v1.LabelNamesResponse\x12T\n\x0bLabelValues\x12!.flamewatch.v1.LabelValuesRequest\x1a\".flamewatch.v1.LabelValuesResponse\x12\x45\n\x06Series\x12\x1c.flamewatch.v1.SeriesRequest\x1a\x1d.flamewatch.v1.SeriesResponse\x12Q\n\nQueryRange\x12 .flamewatch.v1.QueryRangeRequest\x1a!.flamewatch.v1.QueryRangeResponse\x12\x42\n\x05Query\x12\x1b.flamewatch.v1.QueryRequest\x1a\x1c.flamewatch.v1.QueryResponse\x12?\n\x04\x44iff\x12\x1a.flamewatch.v1.DiffRequest\x1a\x1b.flamewatch.v1.DiffResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'flamewatch.v1.query_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_PROFILEFORMAT']._serialized_start=2061
-  _globals['_PROFILEFORMAT']._serialized_end=2214
+  _globals['_PROFILEFORMAT']._serialized_start=2110
+  _globals['_PROFILEFORMAT']._serialized_end=2263
+  _globals['_GRANULARITY']._serialized_start=2265
+  _globals['_GRANULARITY']._serialized_end=2357
   _globals['_PROFILETYPESREQUEST']._serialized_start=71
   _globals['_PROFILETYPESREQUEST']._serialized_end=133
   _globals['_PROFILETYPESRESPONSE']._serialized_start=135
@@ -59,25 +61,25 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_QUERYRANGERESPONSE']._serialized_start=848
   _globals['_QUERYRANGERESPONSE']._serialized_end=931
   _globals['_QUERYREQUEST']._serialized_start=934
-  _globals['_QUERYREQUEST']._serialized_end=1086
-  _globals['_FLAMEGRAPH']._serialized_start=1088
-  _globals['_FLAMEGRAPH']._serialized_end=1186
-  _globals['_LEVEL']._serialized_start=1188
-  _globals['_LEVEL']._serialized_end=1211
-  _globals['_TOPENTRY']._serialized_start=1213
-  _globals['_TOPENTRY']._serialized_end=1266
-  _globals['_TOPTABLE']._serialized_start=1268
-  _globals['_TOPTABLE']._serialized_end=1335
-  _globals['_TREENODE']._serialized_start=1337
-  _globals['_TREENODE']._serialized_end=1433
-  _globals['_QUERYRESPONSE']._serialized_start=1436
-  _globals['_QUERYRESPONSE']._serialized_end=1676
-  _globals['_DIFFREQUEST']._serialized_start=1679
-  _globals['_DIFFREQUEST']._serialized_end=1845
-  _globals['_FLAMEGRAPHDIFF']._serialized_start=1848
-  _globals['_FLAMEGRAPHDIFF']._serialized_end=1991
-  _globals['_DIFFRESPONSE']._serialized_start=1993
-  _globals['_DIFFRESPONSE']._serialized_end=2058
-  _globals['_QUERYSERVICE']._serialized_start=2217
-  _globals['_QUERYSERVICE']._serialized_end=2776
+  _globals['_QUERYREQUEST']._serialized_end=1135
+  _globals['_FLAMEGRAPH']._serialized_start=1137
+  _globals['_FLAMEGRAPH']._serialized_end=1235
+  _globals['_LEVEL']._serialized_start=1237
+  _globals['_LEVEL']._serialized_end=1260
+  _globals['_TOPENTRY']._serialized_start=1262
+  _globals['_TOPENTRY']._serialized_end=1315
+  _globals['_TOPTABLE']._serialized_start=1317
+  _globals['_TOPTABLE']._serialized_end=1384
+  _globals['_TREENODE']._serialized_start=1386
+  _globals['_TREENODE']._serialized_end=1482
+  _globals['_QUERYRESPONSE']._serialized_start=1485
+  _globals['_QUERYRESPONSE']._serialized_end=1725
+  _globals['_DIFFREQUEST']._serialized_start=1728
+  _globals['_DIFFREQUEST']._serialized_end=1894
+  _globals['_FLAMEGRAPHDIFF']._serialized_start=1897
+  _globals['_FLAMEGRAPHDIFF']._serialized_end=2040
+  _globals['_DIFFRESPONSE']._serialized_start=2042
+  _globals['_DIFFRESPONSE']._serialized_end=2107
+  _globals['_QUERYSERVICE']._serialized_start=2360
+  _globals['_QUERYSERVICE']._serialized_end=2919
 # @@protoc_insertion_point(module_scope)

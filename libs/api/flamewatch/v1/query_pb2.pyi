@@ -15,11 +15,20 @@ class ProfileFormat(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     PROFILE_FORMAT_TOP: _ClassVar[ProfileFormat]
     PROFILE_FORMAT_TREE: _ClassVar[ProfileFormat]
     PROFILE_FORMAT_PPROF: _ClassVar[ProfileFormat]
+
+class Granularity(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    GRANULARITY_UNSPECIFIED: _ClassVar[Granularity]
+    GRANULARITY_FUNCTIONS: _ClassVar[Granularity]
+    GRANULARITY_LINES: _ClassVar[Granularity]
 PROFILE_FORMAT_UNSPECIFIED: ProfileFormat
 PROFILE_FORMAT_FLAMEGRAPH: ProfileFormat
 PROFILE_FORMAT_TOP: ProfileFormat
 PROFILE_FORMAT_TREE: ProfileFormat
 PROFILE_FORMAT_PPROF: ProfileFormat
+GRANULARITY_UNSPECIFIED: Granularity
+GRANULARITY_FUNCTIONS: Granularity
+GRANULARITY_LINES: Granularity
 
 class ProfileTypesRequest(_message.Message):
     __slots__ = ("range",)
@@ -114,18 +123,20 @@ class QueryRangeResponse(_message.Message):
     def __init__(self, series: _Optional[_Iterable[_Union[SeriesPoints, _Mapping]]] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class QueryRequest(_message.Message):
-    __slots__ = ("query", "range", "time_ns", "format", "max_nodes")
+    __slots__ = ("query", "range", "time_ns", "format", "max_nodes", "granularity")
     QUERY_FIELD_NUMBER: _ClassVar[int]
     RANGE_FIELD_NUMBER: _ClassVar[int]
     TIME_NS_FIELD_NUMBER: _ClassVar[int]
     FORMAT_FIELD_NUMBER: _ClassVar[int]
     MAX_NODES_FIELD_NUMBER: _ClassVar[int]
+    GRANULARITY_FIELD_NUMBER: _ClassVar[int]
     query: str
     range: _types_pb2.TimeRange
     time_ns: int
     format: ProfileFormat
     max_nodes: int
-    def __init__(self, query: _Optional[str] = ..., range: _Optional[_Union[_types_pb2.TimeRange, _Mapping]] = ..., time_ns: _Optional[int] = ..., format: _Optional[_Union[ProfileFormat, str]] = ..., max_nodes: _Optional[int] = ...) -> None: ...
+    granularity: Granularity
+    def __init__(self, query: _Optional[str] = ..., range: _Optional[_Union[_types_pb2.TimeRange, _Mapping]] = ..., time_ns: _Optional[int] = ..., format: _Optional[_Union[ProfileFormat, str]] = ..., max_nodes: _Optional[int] = ..., granularity: _Optional[_Union[Granularity, str]] = ...) -> None: ...
 
 class FlameGraph(_message.Message):
     __slots__ = ("names", "levels", "total", "max_self")

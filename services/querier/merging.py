@@ -1,0 +1,157 @@
+"""What the querier computes from stored blocks: merged call trees, gathered profiles for pprof,
+per-sample-label totals and the sample labels in use.
+
+Every function takes profile rows (row `row[i]` of block `block_id[i]`, whose object key is
+`keys[block_id[i]]`) and, optionally, a sample filter per row (see `selection`). Rows are processed
+in groups of one block and one filter, each group vectorised with numpy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from flamewatch.querier.blocks import BlockCache, LoadedBlock
+from flamewatch.querier.calltree import CallTree
+from flamewatch.querier.formats.pprof import Header
+from flamewatch.querier.selection import Filter
+from flamewatch.storage.block import BlockReader
+from flamewatch.storage.gather import Gathered, from_blocks
+
+GRANULARITIES = ("functions", "lines")
+
+
+@dataclass(frozen=True, eq=False)
+class Rows:
+    """Profile rows to read, with what applies to each."""
+
+    keys: Mapping[str, str]
+    block_id: np.ndarray
+    row: np.ndarray
+    weights: np.ndarray | None = None
+    filters: Sequence[Filter] = ((),)
+    row_filter: np.ndarray | None = None  # index into filters per row; None: all filters[0]
+
+
+@dataclass(frozen=True, eq=False)
+class _Group:
+    block: LoadedBlock
+    pick: np.ndarray  # indices into the rows
+    rows: np.ndarray  # rows within the block
+    weights: np.ndarray | None
+    set_mask: np.ndarray | None  # per label set of the block: kept; None keeps all
+
+
+def set_mask(reader: BlockReader, matchers: Filter) -> np.ndarray | None:
+    """Per label set of the block: whether its labels pass every matcher (None: no matcher)."""
+    if not matchers:
+        return None
+    keep = np.ones(reader.n_label_sets, bool)
+    for m in matchers:
+        keep &= m.matches_many(reader.sample_label_values(m.name))
+    return keep
+
+
+def _groups(blocks: BlockCache, r: Rows) -> Iterator[_Group]:
+    loaded = blocks.get_many(r.keys.values())
+    row_filter = np.zeros(len(r.row), np.int64) if r.row_filter is None else r.row_filter
+    block_index = np.unique(r.block_id.astype(str), return_inverse=True)[1].reshape(-1) if len(r.row) else \
+        np.zeros(0, np.int64)
+    order = np.lexsort((row_filter, block_index))
+    key = np.stack([block_index, row_filter], axis=1)[order]
+    starts = np.flatnonzero(np.r_[True, (key[1:] != key[:-1]).any(axis=1)]) if len(order) else []
+    for pick in np.split(order, starts[1:]) if len(order) else []:
+        block = loaded[r.keys[r.block_id[pick[0]]]]
+        yield _Group(block, pick, r.row[pick], None if r.weights is None else r.weights[pick],
+                     set_mask(block.reader, r.filters[row_filter[pick[0]]]))
+
+
+def _entries(g: _Group) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(row index within the group, node, label set, value) of the group's kept entries."""
+    nodes, sets, values = g.block.reader.sample_entries(g.rows, g.weights)
+    offsets = g.block.reader.entry_offsets
+    owner = np.repeat(np.arange(len(g.rows)), offsets[g.rows + 1] - offsets[g.rows])
+    if g.set_mask is None:
+        return owner, nodes, sets, values
+    keep = g.set_mask[sets]
+    return owner[keep], nodes[keep], sets[keep], values[keep]
+
+
+def merge_blocks(blocks: BlockCache, keys: Mapping[str, str], block_id: np.ndarray, row: np.ndarray,
+                 weights: np.ndarray | None, filters: Sequence[Filter] = ((),), row_filter: np.ndarray | None = None,
+                 granularity: str = "functions") -> CallTree:
+    """The call tree of the rows' kept samples, weighted by `weights[i]` (None: summed as they are),
+    keyed by function names or, with granularity "lines", by function, file and line."""
+    merged = np.zeros(0, np.int64 if weights is None else np.float64)
+    for g in _groups(blocks, Rows(keys, block_id, row, weights, filters, row_filter)):
+        _, nodes, _, values = _entries(g)
+        node_paths = g.block.paths(granularity)  # may add paths, so the sum grows after it
+        merged = _grown(merged, len(blocks.paths))
+        np.add.at(merged, node_paths[nodes], values)
+    return blocks.paths.tree(_grown(merged, len(blocks.paths)))
+
+
+def _grown(values: np.ndarray, size: int) -> np.ndarray:
+    return np.concatenate([values, np.zeros(size - len(values), values.dtype)]) if len(values) < size else values
+
+
+def gather_rows(blocks: BlockCache, r: Rows) -> tuple[Gathered, Header]:
+    """All kept samples of the rows summed into one profile, with symbols, labels and header."""
+    groups = list(_groups(blocks, r))
+    gathered = from_blocks([(g.block.reader, g.rows) for g in groups], [g.weights for g in groups],
+                           one_profile=True, set_masks=[g.set_mask for g in groups])
+    return gathered, _header([(g.block.reader, g.rows) for g in groups])
+
+
+def _header(parts: list[tuple[BlockReader, np.ndarray]]) -> Header:
+    if not parts:
+        return Header(0, 0, 0)
+    cols = {c: np.concatenate([r.profiles.column(c).to_numpy()[rows] for r, rows in parts])
+            for c in ("period", "time_ns", "duration_ns")}
+    if not len(cols["time_ns"]):
+        return Header(0, 0, 0)
+    start = int(cols["time_ns"].min())
+    end = int((cols["time_ns"] + cols["duration_ns"]).max())
+    return Header(int(cols["period"].max()), start, end - start)
+
+
+def sample_values(blocks: BlockCache, r: Rows, names: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray],
+                                                                             np.ndarray]:
+    """Per kept entry: its row index (into the rows), the value of each sample label in `names` ("" when
+    absent) and its value (weighted when weights are given)."""
+    owners, labels, values = [], [[] for _ in names], []
+    for g in _groups(blocks, r):
+        owner, _, sets, vals = _entries(g)
+        owners.append(g.pick[owner])
+        values.append(vals)
+        for out, name in zip(labels, names):
+            out.append(g.block.reader.sample_label_values(name)[sets])
+    empty = np.zeros(0, np.int64)
+    return (np.concatenate(owners) if owners else empty,
+            [np.concatenate(v) if v else np.zeros(0, object) for v in labels],
+            np.concatenate(values) if values else empty)
+
+
+def used_sample_labels(blocks: BlockCache, r: Rows, name: str | None) -> set[str]:
+    """The sample label names the rows' kept samples carry or, given `name`, that label's values."""
+    found: set[str] = set()
+    for g in _groups(blocks, r):
+        _, _, sets, _ = _entries(g)
+        sets = np.unique(sets)
+        if name is None:
+            found.update(g.block.reader.sample_label_names(sets).tolist())
+        else:
+            found.update(v for v in np.unique(g.block.reader.sample_label_values(name)[sets].astype(str)).tolist()
+                         if v)
+    return found
+
+
+def rows_with_samples(blocks: BlockCache, r: Rows) -> np.ndarray:
+    """Per row: whether any of its samples is kept by its filter."""
+    found = np.zeros(len(r.row), bool)
+    for g in _groups(blocks, r):
+        owner, _, _, _ = _entries(g)
+        found[g.pick[np.unique(owner)]] = True
+    return found

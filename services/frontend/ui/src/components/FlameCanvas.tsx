@@ -106,7 +106,7 @@ function HoverOutline({ layout, focus, frame, width }: { layout: Layout; focus: 
   const span = frameSpan(layout, focus, frame);
   const left = Math.max(0, span.left * width);
   const right = Math.min(width, (span.left + span.width) * width);
-  return <div className="flame-hover" style={{ left, top: frame.depth * ROW_HEIGHT, width: Math.max(1, right - left), height: ROW_HEIGHT - 1 }} />;
+  return <div className="flame-hover" style={{ transform: `translate(${left}px, ${frame.depth * ROW_HEIGHT}px)`, width: Math.max(1, right - left), height: ROW_HEIGHT - 1 }} />;
 }
 
 function percent(share: number): string {
@@ -117,7 +117,8 @@ function Tooltip({ layout, unit, focus, hover, left }: { layout: Layout; unit: s
   const f = frameFigures(layout, hover.frame, focus);
   const value = (v: number) => formatValue(v, unit);
   return (
-    <div className="flame-tooltip" role="tooltip" data-testid="tooltip" style={{ left, top: hover.y + 16, width: TOOLTIP_WIDTH }}>
+    <div className="flame-tooltip" role="tooltip" data-testid="tooltip"
+      style={{ transform: `translate(${Math.round(left)}px, ${Math.round(hover.y + 16)}px)`, width: TOOLTIP_WIDTH }}>
       <div className="fn">{f.name}</div>
       <table>
         <tbody>

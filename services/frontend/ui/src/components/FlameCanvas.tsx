@@ -30,6 +30,7 @@ export function FlameCanvas({ layout, unit, theme, focus, matches, onZoom }: Pro
   const wrap = useRef<HTMLDivElement>(null);
   const canvas = useRef<HTMLCanvasElement>(null);
   const width = useWidth(wrap);
+  const dpr = useDevicePixelRatio();
   const [hover, setHover] = useState<Hover | null>(null);
   const colors = useMemo(() => nameColors(layout.names, theme), [layout, theme]);
   const height = canvasHeight(layout);
@@ -39,14 +40,13 @@ export function FlameCanvas({ layout, unit, theme, focus, matches, onZoom }: Pro
     const el = canvas.current;
     if (!el || width === 0) return;
     const frame = requestAnimationFrame(() => {
-      const dpr = window.devicePixelRatio || 1;
       el.width = Math.round(width * dpr);
       el.height = Math.round(height * dpr);
       const ctx = el.getContext("2d");
       if (ctx) drawFlamegraph(ctx, layout, { width, dpr, theme, focus, colors, matches });
     });
     return () => cancelAnimationFrame(frame);
-  }, [layout, width, height, theme, focus, colors, matches]);
+  }, [layout, width, height, dpr, theme, focus, colors, matches]);
 
   useEffect(() => setHover(null), [layout, focus]);
 
@@ -87,6 +87,18 @@ function describe(layout: Layout, focus: Frame | null, matches: Uint8Array | nul
   const zoom = focus ? `, zoomed to ${nameOf(layout, focus)}` : "";
   const search = matches ? `; ${matched} highlighted by the search, the rest dimmed` : "";
   return `flamegraph of ${frames} frames${zoom}${search}`;
+}
+
+/** The device pixel ratio, followed as it changes (browser zoom, a window moved to another screen). */
+function useDevicePixelRatio(): number {
+  const [dpr, setDpr] = useState(() => window.devicePixelRatio || 1);
+  useEffect(() => {
+    const query = window.matchMedia(`(resolution: ${dpr}dppx)`);
+    const onChange = () => setDpr(window.devicePixelRatio || 1);
+    query.addEventListener("change", onChange);
+    return () => query.removeEventListener("change", onChange);
+  }, [dpr]);
+  return dpr;
 }
 
 function useWidth(ref: React.RefObject<HTMLElement | null>): number {

@@ -3,16 +3,19 @@ assertion reads what the page shows (text, accessible names, URL), not pixels.""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import time
 from urllib.parse import parse_qs, urlencode, urlparse
 
 import pytest
-from browser.conftest import CPU, HOT_FUNCTION, Served
+from browser.conftest import CPU, HOT_FUNCTION, SCREENSHOTS, Served
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.postgres, pytest.mark.go]
 
 DEMO = '{service_name="demo"}'
+ROW_HEIGHT = 20  # the canvas flamegraph's row, CSS pixels (services/frontend/ui/src/flamegraph/draw.ts)
+SECONDS = r"[\d.,]+ (?:ns|µs|ms|s|min|h)"
 
 
 def explore_url(served: Served, **params: str) -> str:
@@ -78,7 +81,7 @@ def test_dragging_a_range_merges_it_into_a_flamegraph_with_the_hot_function(flam
     assert HOT_FUNCTION in [n.strip() for n in table_names(page)]
     # Hovering its frame shows a tooltip with its share and time.
     tooltip = _tooltip_mentions(page, HOT_FUNCTION)
-    assert "Share of CPU" in tooltip and "%" in tooltip and "seconds" in tooltip, tooltip
+    assert re.search(rf"Total\s+{SECONDS}\s+[\d.]+%", tooltip), tooltip
 
 
 def test_clicking_a_point_opens_that_single_profile(flamewatch_ui, page):
@@ -98,16 +101,117 @@ def test_clicking_a_point_opens_that_single_profile(flamewatch_ui, page):
 
 
 def _tooltip_mentions(page, name: str) -> str:
-    """The flamegraph tooltip's text once the pointer is over a frame of `name`, or ""."""
+    """The flamegraph tooltip's text once the pointer is over a frame of `name`, or "" (the pointer stays there)."""
+    return _find_frame(page, name)[0]
+
+
+def _find_frame(page, name: str) -> tuple[str, tuple[float, float]]:
+    """Sweeps the pointer over the canvas's top rows until the tooltip names `name`: its text and the point."""
     canvas = page.get_by_test_id("flamegraph-canvas")
+    canvas.scroll_into_view_if_needed()
     box = canvas.bounding_box()
-    tip = page.locator("[data-testid=tooltip]:visible")
-    for row in range(1, 5):
-        for step in range(12):
-            page.mouse.move(box["x"] + 4 + step * (box["width"] - 8) / 12, box["y"] + 11 + row * 22)
-            if tip.count() and name in (text := tip.first.inner_text()):
-                return text
-    return ""
+    tip = page.get_by_role("tooltip")
+    for row in range(0, 8):
+        for step in range(24):
+            point = (box["x"] + 3 + step * (box["width"] - 6) / 24, box["y"] + ROW_HEIGHT / 2 + row * ROW_HEIGHT)
+            page.mouse.move(*point)
+            if tip.count() and tip.locator(".fn").inner_text() == name:
+                return tip.inner_text(), point
+    return "", (0.0, 0.0)
+
+
+def crumbs(page) -> list[str]:
+    nav = page.get_by_role("navigation", name="breadcrumbs")
+    return [t.strip() for t in nav.locator("li").all_inner_texts()]
+
+
+def test_the_tooltip_over_the_hot_function_shows_self_total_and_share_in_seconds(flamewatch_ui, page):
+    page.goto(explore_url(flamewatch_ui))
+    wait_for_flamegraph(page)
+    tooltip = _tooltip_mentions(page, HOT_FUNCTION)
+    self_time = re.search(rf"Self\s+(0|{SECONDS})\s+([\d.]+)%", tooltip)
+    total = re.search(rf"Total\s+({SECONDS})\s+([\d.]+)%", tooltip)
+    share = re.search(r"Share\s+([\d.]+)% of all", tooltip)
+    assert self_time and total and share, tooltip
+    assert total.group(2) == share.group(1)
+    assert 0 <= float(self_time.group(2)) <= float(total.group(2)) <= 100, tooltip
+    # No frame of a function holds more than the function's total in the table (its frames counted once).
+    row = page.get_by_role("table", name="top functions").locator("tbody tr", has_text=HOT_FUNCTION)
+    table_share = float(row.locator("td").nth(2).inner_text().split()[-1].rstrip("%"))
+    assert 0 < float(share.group(1)) <= table_share + 0.01, (tooltip, table_share)
+
+
+def _zoom_into(page, name: str) -> list[str]:
+    """Clicks the first frame of `name`; the breadcrumbs then shown."""
+    text, point = _find_frame(page, name)
+    assert text, f"no frame of {name} in the top rows"
+    page.mouse.click(*point)
+    page.wait_for_url(lambda u: "focus=" in u)
+    nav = page.get_by_role("navigation", name="breadcrumbs")
+    nav.locator("li", has_text=name).wait_for()
+    return crumbs(page)
+
+
+def test_clicking_a_frame_zooms_in_and_the_breadcrumbs_zoom_back_out(flamewatch_ui, page):
+    page.goto(explore_url(flamewatch_ui))
+    wait_for_flamegraph(page)
+    trail = _zoom_into(page, HOT_FUNCTION)
+    # "all", then each ancestor below the root, then the frame itself; the URL keeps the path.
+    assert trail[0] == "all" and trail[-1] == HOT_FUNCTION and len(trail) >= 3, trail
+    assert url_params(page)["focus"] == ";".join(trail[1:])
+    canvas = page.get_by_test_id("flamegraph-canvas")
+    assert canvas.get_attribute("aria-label").endswith(f"zoomed to {HOT_FUNCTION}")
+    # The zoomed frame fills the width: hovering its row anywhere names it, as all of the zoomed frame.
+    box = canvas.bounding_box()
+    page.mouse.move(box["x"] + box["width"] - 4, box["y"] + ROW_HEIGHT * (len(trail) - 1) + ROW_HEIGHT / 2)
+    tooltip = page.get_by_role("tooltip")
+    assert tooltip.locator(".fn").inner_text() == HOT_FUNCTION
+    assert f"100.00% of {HOT_FUNCTION}" in tooltip.inner_text()
+
+    # A crumb zooms out to that ancestor, and the back button returns to the deeper zoom.
+    zoomed_url = page.url
+    page.get_by_role("navigation", name="breadcrumbs").get_by_role("button", name=trail[-2], exact=True).click()
+    current = "nav[aria-label=breadcrumbs] [aria-current]"
+    page.wait_for_function(f"n => document.querySelector('{current}').textContent === n", arg=trail[-2])
+    assert crumbs(page) == trail[:-1]
+    assert url_params(page)["focus"] == ";".join(trail[1:-1])
+    page.go_back()
+    page.wait_for_url(zoomed_url)
+    assert crumbs(page) == trail
+
+    # Escape shows all again.
+    page.keyboard.press("Escape")
+    page.wait_for_url(lambda u: "focus=" not in u)
+    assert crumbs(page) == ["all"]
+    assert "zoomed" not in canvas.get_attribute("aria-label")
+
+
+def test_a_zoomed_permalink_reloads_zoomed(flamewatch_ui, page):
+    page.goto(explore_url(flamewatch_ui))
+    wait_for_flamegraph(page)
+    trail = _zoom_into(page, HOT_FUNCTION)
+    link = page.url
+    page.reload()
+    wait_for_flamegraph(page)
+    assert page.url == link
+    page.get_by_role("navigation", name="breadcrumbs").locator("[aria-current]", has_text=HOT_FUNCTION).wait_for()
+    assert crumbs(page) == trail
+    assert page.get_by_test_id("flamegraph-canvas").get_attribute("aria-label").endswith(f"zoomed to {HOT_FUNCTION}")
+
+
+def test_the_flamegraph_is_drawn_at_the_screens_pixel_ratio(flamewatch_ui, chromium):
+    context = chromium.new_context(viewport={"width": 1280, "height": 800}, device_scale_factor=2)
+    try:
+        page = context.new_page()
+        page.goto(explore_url(flamewatch_ui))
+        wait_for_flamegraph(page)
+        canvas = page.get_by_test_id("flamegraph-canvas")
+        drawn_at = "([c, r]) => c.width === r * c.clientWidth && c.height === r * c.clientHeight"
+        page.wait_for_function(drawn_at, arg=[canvas.element_handle(), 2])
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / "test_the_flamegraph_is_drawn_at_the_screens_pixel_ratio.png"))
+    finally:
+        context.close()
 
 
 def test_search_highlights_the_hot_function_and_shows_its_share(flamewatch_ui, page):
@@ -126,6 +230,10 @@ def test_search_highlights_the_hot_function_and_shows_its_share(flamewatch_ui, p
     row = page.get_by_role("table", name="top functions").locator("tbody tr", has_text=HOT_FUNCTION)
     assert row.locator("td").nth(2).inner_text().endswith(f"{percent:.2f}%")
     assert url_params(page)["search"] == "cpuFibonacci"
+    # The canvas highlights its frames and dims the rest.
+    label = page.get_by_test_id("flamegraph-canvas").get_attribute("aria-label")
+    highlighted = re.search(r"; (\d+) highlighted by the search, the rest dimmed$", label)
+    assert highlighted and int(highlighted.group(1)) >= 1, label
 
 
 def test_compare_renders_a_diff_of_two_ranges_with_a_legend_and_a_delta_table(flamewatch_ui, page):
@@ -138,12 +246,19 @@ def test_compare_renders_a_diff_of_two_ranges_with_a_legend_and_a_delta_table(fl
     page.locator("[data-testid=flamegraph-panel] canvas").first.wait_for()
     table = page.get_by_role("table", name="largest changes")
     table.wait_for()
-    rows = table.locator("tbody tr")
-    names = [r.strip() for r in rows.locator("td:first-child").all_inner_texts()]
-    assert HOT_FUNCTION in names, names
-    cells = rows.nth(names.index(HOT_FUNCTION)).locator("td").all_inner_texts()
-    assert cells[1].endswith("s") and cells[2].endswith("s"), cells  # left and right, in seconds
+    table.locator("tbody tr").first.wait_for()
+    # The rows are the largest changes of share, which need not include the hot function when its share
+    # holds steady: each gives left and right in seconds (the hot function's are checked in the tooltip).
+    rows = table.locator("tbody tr").evaluate_all("rows => rows.map((r) => [...r.cells].map((c) => c.textContent))")
+    for cells in rows:
+        assert all(re.fullmatch(rf"0|{SECONDS}", c) for c in cells[1:3]), cells
     assert page.get_by_test_id("flamegraph-canvas").is_visible()
+    # The diff's tooltip gives both sides, their delta and the change of share.
+    tooltip = _tooltip_mentions(page, HOT_FUNCTION)
+    figures = (rf"Left\s+{SECONDS}", rf"Right\s+{SECONDS}", rf"Delta\s+([+-]?{SECONDS}|0)",
+               r"Change\s+([+-]?[\d.]+%|new|gone)")
+    for figure in figures:
+        assert re.search(figure, tooltip), (figure, tooltip)
 
 
 def test_the_pprof_download_opens_in_go_tool_pprof(flamewatch_ui, page, tmp_path):

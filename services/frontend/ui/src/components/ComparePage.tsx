@@ -1,10 +1,9 @@
 // Two selections (two ranges, or two selectors such as version="1.4" vs version="1.5") as one diff
 // flamegraph coloured by relative change, with a legend and a table of left, right and delta.
 
-import { useMemo } from "react";
+import { useCallback, useMemo } from "react";
 import { api, queryText } from "../api/client";
 import type { DiffData, ProfileType } from "../api/types";
-import { toDiffProfile } from "../flamegraph/convert";
 import { diffColor, diffRows, formatChange, LEGEND_STOPS } from "../flamegraph/diff";
 import { formatValue } from "../flamegraph/profileTypes";
 import type { Side, UiState } from "../state/url";
@@ -29,7 +28,8 @@ export function ComparePage({ state, type, tick, theme, update }: Props) {
     { query: queryText(type.id, left.selector), range: left },
     { query: queryText(type.id, right.selector), range: right },
     state.maxNodes, s), key);
-  const profile = useMemo(() => (diff.data ? toDiffProfile(diff.data, type) : null), [diff.data, type]);
+  const onSearch = useCallback((search: string) => update({ search }), [update]);
+  const onFocus = useCallback((focus: string) => update({ focus }), [update]);
   const empty = diff.data && (diff.data.left_ticks === 0 || diff.data.right_ticks === 0);
 
   return (
@@ -59,10 +59,11 @@ export function ComparePage({ state, type, tick, theme, update }: Props) {
             selector.
           </Empty>
         )}
-        {diff.data && profile && !empty && (
+        {diff.data && !empty && (
           <>
-            <FlamegraphView data={diff.data} profile={profile} unit={type.sample_unit} search={state.search}
-              onSearch={(search) => update({ search })} theme={theme} step={7} />
+            <div className="diff-legend-line"><Legend /></div>
+            <FlamegraphView data={diff.data} unit={type.sample_unit} search={state.search} onSearch={onSearch}
+              focus={state.focus} onFocus={onFocus} theme={theme} step={7} />
             <DiffTable data={diff.data} unit={type.sample_unit} />
           </>
         )}
@@ -101,7 +102,7 @@ function DiffTable({ data, unit }: { data: DiffData; unit: string }) {
   const rows = useMemo(() => diffRows(data).slice(0, 30), [data]);
   return (
     <table className="diff-table" aria-label="largest changes">
-      <caption>Largest changes <Legend /></caption>
+      <caption>Largest changes</caption>
       <thead>
         <tr><th>Function</th><th>Left</th><th>Right</th><th>Delta</th><th>Change</th></tr>
       </thead>

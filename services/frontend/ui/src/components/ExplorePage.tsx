@@ -4,7 +4,6 @@
 import { useCallback, useMemo } from "react";
 import { api, queryText, type TimeRange } from "../api/client";
 import type { ProfileType } from "../api/types";
-import { toProfile } from "../flamegraph/convert";
 import { formatValue } from "../flamegraph/profileTypes";
 import { compareSides } from "../state/compare";
 import type { UiState } from "../state/url";
@@ -34,8 +33,8 @@ export function ExplorePage({ state, type, labelNames, tick, theme, update }: Pr
     `${query}|${range.from}|${range.until}|${state.groupBy}|${tick}`);
   const flame = useApi((s) => api.flamegraph(query, merged, state.maxNodes, time, s),
     `${query}|${merged.from}|${merged.until}|${state.time}|${state.maxNodes}|${tick}`);
-  const profile = useMemo(() => (flame.data ? toProfile(flame.data.flamegraph, type) : null), [flame.data, type]);
   const onSearch = useCallback((search: string) => update({ search }), [update]);
+  const onFocus = useCallback((focus: string) => update({ focus }), [update]);
 
   const hasPoints = totals.data?.series.some((s) => s.points.length > 0) ?? false;
   const what = time !== undefined
@@ -98,9 +97,9 @@ export function ExplorePage({ state, type, labelNames, tick, theme, update }: Pr
         {flame.data && flame.data.profiles === 0 && (
           <Empty>No profiles in this range: widen it, or check <a href="?view=targets">Targets</a>.</Empty>
         )}
-        {flame.data && profile && flame.data.profiles > 0 && (
-          <FlamegraphView data={flame.data.flamegraph} profile={profile} unit={type.sample_unit}
-            search={state.search} onSearch={onSearch} theme={theme} />
+        {flame.data && flame.data.profiles > 0 && (
+          <FlamegraphView data={flame.data.flamegraph} unit={type.sample_unit} search={state.search} onSearch={onSearch}
+            focus={state.focus} onFocus={onFocus} theme={theme} />
         )}
       </section>
     </>

@@ -1,42 +1,47 @@
-// The flamegraph with its top table beside it (Pyroscope's canvas renderer), our search bound to the URL
-// with the matches' share, and a max-nodes control.
+// The flamegraph with its top table beside it: our canvas renderer, the search bound to the URL with the
+// matches' share, the zoomed frame's breadcrumbs (also in the URL), and a max-nodes control.
 
-import "@pyroscope/flamegraph/dist/index.css";
-import { lazy, Suspense, useMemo } from "react";
+import { useCallback, useEffect, useMemo } from "react";
 import type { FlamegraphData } from "../api/types";
-import { nodeCount, searchShare, type RenderableProfile } from "../flamegraph/convert";
+import { nodeCount, searchShare } from "../flamegraph/convert";
+import { ancestry, buildLayout, findPath, matchingNames, nameOf, pathOf, type Frame, type Layout } from "../flamegraph/layout";
+import type { Theme } from "../flamegraph/palette";
 import { formatValue } from "../flamegraph/profileTypes";
-import { Spinner } from "./Status";
+import { decodeFocus, encodeFocus } from "../state/url";
+import { FlameCanvas } from "./FlameCanvas";
 import { TopTable } from "./TopTable";
-
-// The renderer is most of the bundle: its chunk starts loading with the page (not when first drawn), in
-// parallel with the API's answers, while the page and the timeline draw.
-const renderer = import("@pyroscope/flamegraph");
-const FlamegraphRenderer = lazy(() => renderer.then((m) => ({ default: m.FlamegraphRenderer })));
 
 export const MAX_NODES_CHOICES = [1024, 4096, 8192, 16384, 32768, 65536];
 
 interface Props {
   data: FlamegraphData;
-  profile: RenderableProfile;
   unit: string;
   search: string;
   onSearch: (text: string) => void;
-  theme: "light" | "dark";
-  step?: number;
+  /** The zoomed frame's path as the URL keeps it (encodeFocus); "" for all. */
+  focus: string;
+  onFocus: (focus: string) => void;
+  theme: Theme;
+  step?: 4 | 7;
 }
 
-export function FlamegraphView({ data, profile, unit, search, onSearch, theme, step = 4 }: Props) {
+export function FlamegraphView({ data, unit, search, onSearch, focus, onFocus, theme, step = 4 }: Props) {
+  const layout = useMemo(() => buildLayout(data, step), [data, step]);
+  const path = useMemo(() => decodeFocus(focus), [focus]);
+  const focusFrame = useMemo(() => (path.length > 0 ? findPath(layout, path) : null), [layout, path]);
+  const matches = useMemo(() => matchingNames(layout.names, search), [layout, search]);
   const share = useMemo(() => (step === 4 ? searchShare(data, search) : null), [data, search, step]);
-  const sharedQuery = useMemo(() => ({
-    searchQuery: search,
-    onQueryChange: (v: React.SetStateAction<string | undefined>) => onSearch(typeof v === "function" ? v(search) ?? "" : v ?? ""),
-    syncEnabled: true,
-    toggleSync: () => undefined,
-    id: "flamewatch",
-  }), [search, onSearch]);
+  const zoom = useCallback((frame: Frame | null) => onFocus(frame ? encodeFocus(pathOf(layout, frame)) : ""), [layout, onFocus]);
+  useEscapeToReset(focus !== "", onFocus);
+
   return (
     <div className="flamegraph" data-testid="flamegraph-panel" data-nodes={nodeCount(data, step)}>
+      <div className="flame-toolbar">
+        <input type="search" name="flamegraph-search" aria-label="search functions" placeholder="Search functions…"
+          value={search} onChange={(e) => onSearch(e.target.value)} />
+        <Breadcrumbs layout={layout} focus={focusFrame} missing={path.length > 0 && !focusFrame ? path[path.length - 1] : null}
+          onZoom={zoom} />
+      </div>
       {share && search.trim() !== "" && (
         <div className="search-share" role="status" aria-label="search matches">
           “{search}”: {share.matches} frame{share.matches === 1 ? "" : "s"}, {formatValue(share.value, unit)} ={" "}
@@ -45,15 +50,50 @@ export function FlamegraphView({ data, profile, unit, search, onSearch, theme, s
       )}
       <div className={step === 4 ? "flamegraph-with-table" : "flamegraph-alone"}>
         {step === 4 && <TopTable data={data} unit={unit} search={search} onSearch={onSearch} />}
-        {/* The library's own table sums a recursive function's frames; ours counts each stack once. */}
         <div className="flamegraph-canvas">
-          <Suspense fallback={<Spinner label="Loading the flamegraph renderer…" />}>
-            <FlamegraphRenderer profile={profile as never} showCredit={false} colorMode={theme}
-              sharedQuery={sharedQuery as never} onlyDisplay="flamegraph" />
-          </Suspense>
+          <FlameCanvas layout={layout} unit={unit} theme={theme} focus={focusFrame} matches={matches} onZoom={zoom} />
         </div>
       </div>
     </div>
+  );
+}
+
+/** Escape zooms back out to all, unless the key is meant for a field being typed in. */
+function useEscapeToReset(zoomed: boolean, onFocus: (focus: string) => void) {
+  useEffect(() => {
+    if (!zoomed) return;
+    const onKey = (e: KeyboardEvent) => {
+      const target = e.target as HTMLElement | null;
+      if (e.key !== "Escape" || target?.closest("input, select, textarea")) return;
+      onFocus("");
+    };
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  }, [zoomed, onFocus]);
+}
+
+function Breadcrumbs({ layout, focus, missing, onZoom }: {
+  layout: Layout; focus: Frame | null; missing: string | null; onZoom: (frame: Frame | null) => void;
+}) {
+  const chain = focus ? ancestry(layout, focus).slice(1) : [];
+  return (
+    <nav className="breadcrumbs" aria-label="breadcrumbs">
+      <ol>
+        <li>
+          {focus ? <button type="button" onClick={() => onZoom(null)}>all</button> : <span aria-current="location">all</span>}
+        </li>
+        {chain.map((frame, i) => (
+          <li key={`${frame.depth}`}>
+            {i < chain.length - 1
+              ? <button type="button" onClick={() => onZoom(frame)} title={nameOf(layout, frame)}>{nameOf(layout, frame)}</button>
+              : <span aria-current="location" title={nameOf(layout, frame)}>{nameOf(layout, frame)}</span>}
+          </li>
+        ))}
+      </ol>
+      {focus && <button type="button" className="reset" onClick={() => onZoom(null)} title="show all (Escape)">reset</button>}
+      {!focus && missing !== null && <span className="muted">“{missing}” is not in this flamegraph: showing all</span>}
+      {!focus && missing === null && <span className="muted hint">click a frame to zoom</span>}
+    </nav>
   );
 }
 

@@ -1,38 +1,6 @@
-// From the API's flamegraph answers to the profile objects the flamegraph library renders, and the
-// figures the UI shows beside it (search share, diff table).
+// Figures the UI shows beside a flamegraph from the API's answer: its node count and the search share.
 
-import type { DiffData, FlamegraphData, ProfileType } from "../api/types";
-import { valueUnits } from "./profileTypes";
-
-/** What `FlamegraphRenderer`'s `profile` prop takes (levels still delta-encoded: it decodes them). */
-export interface RenderableProfile {
-  version: 1;
-  flamebearer: { names: string[]; levels: number[][]; numTicks: number; maxSelf: number };
-  metadata: {
-    format: "single" | "double";
-    spyName: "unknown";
-    sampleRate: number;
-    units: string;
-    name?: string;
-  };
-  leftTicks?: number;
-  rightTicks?: number;
-}
-
-export function toProfile(fg: FlamegraphData, type: ProfileType): RenderableProfile {
-  const { units, sampleRate } = valueUnits(type);
-  return {
-    version: 1,
-    // The library decodes levels in place: hand it copies so the answer we keep stays delta-encoded.
-    flamebearer: { names: fg.names, levels: fg.levels.map((l) => l.slice()), numTicks: fg.total, maxSelf: fg.max_self },
-    metadata: { format: "single", spyName: "unknown", sampleRate, units, name: type.id },
-  };
-}
-
-export function toDiffProfile(fg: DiffData, type: ProfileType): RenderableProfile {
-  const profile = toProfile(fg, type);
-  return { ...profile, metadata: { ...profile.metadata, format: "double" }, leftTicks: fg.left_ticks, rightTicks: fg.right_ticks };
-}
+import type { FlamegraphData } from "../api/types";
 
 /** Nodes in the flamegraph: the figure the "max nodes" control caps. */
 export function nodeCount(fg: FlamegraphData, step = 4): number {

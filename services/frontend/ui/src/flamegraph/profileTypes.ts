@@ -31,24 +31,6 @@ export function sortTypes(types: ProfileType[]): ProfileType[] {
   return [...types].sort((a, b) => rank(a) - rank(b) || readableTypeName(a).localeCompare(readableTypeName(b)));
 }
 
-/** The units the flamegraph library formats values in, and its divider for "samples". */
-export interface ValueUnits {
-  units: "samples" | "objects" | "goroutines" | "bytes" | "lock_nanoseconds" | "lock_samples";
-  sampleRate: number;
-}
-
-export function valueUnits(t: Pick<ProfileType, "name" | "sample_type" | "sample_unit">): ValueUnits {
-  const unit = t.sample_unit;
-  if (unit === "nanoseconds") {
-    // The library shows "samples" divided by sampleRate as seconds: 1e9 turns nanoseconds into seconds.
-    return t.name === "process_cpu" ? { units: "samples", sampleRate: 1e9 } : { units: "lock_nanoseconds", sampleRate: 1 };
-  }
-  if (unit === "bytes") return { units: "bytes", sampleRate: 1 };
-  if (t.name === "goroutine") return { units: "goroutines", sampleRate: 1 };
-  if (t.sample_type === "contentions") return { units: "lock_samples", sampleRate: 1 };
-  return { units: "objects", sampleRate: 1 };
-}
-
 /** Parses an id back into its parts (the API lists types, but a permalink may name one with no data). */
 export function parseTypeId(id: string): ProfileType | null {
   const parts = id.split(":");

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { compareSides } from "./compare";
 import { applyCompletion, completionAt } from "./selector";
 import { resolveTime } from "./time";
-import { DEFAULT_STATE, isMinorChange, parseState, stateToSearch, type UiState } from "./url";
+import { decodeFocus, DEFAULT_STATE, encodeFocus, isMinorChange, parseState, stateToSearch, type UiState } from "./url";
 
 describe("URL state", () => {
   it("leaves defaults out, so a fresh page has a bare URL", () => {
@@ -23,6 +23,7 @@ describe("URL state", () => {
       selUntil: "1700000200000",
       time: "1700000150000",
       search: "main.fib & co",
+      focus: "main.main;main.cpuLoop;main.cpuFibonacci",
       maxNodes: 32768,
       refresh: "30s",
       left: { selector: '{version="1.4"}', from: "now-2h", until: "now-1h" },
@@ -41,6 +42,33 @@ describe("URL state", () => {
     expect(isMinorChange(DEFAULT_STATE, { ...DEFAULT_STATE, search: "fib" })).toBe(true);
     expect(isMinorChange(DEFAULT_STATE, { ...DEFAULT_STATE, refresh: "10s" })).toBe(true);
     expect(isMinorChange(DEFAULT_STATE, { ...DEFAULT_STATE, from: "now-6h" })).toBe(false);
+  });
+});
+
+describe("zoom focus in the URL", () => {
+  it("writes a path of names as collapsed stacks do, readable in the link", () => {
+    const focus = encodeFocus(["main.main", "main.cpuLoop", "crypto/sha256.Sum256"]);
+    expect(focus).toBe("main.main;main.cpuLoop;crypto/sha256.Sum256");
+    expect(stateToSearch({ ...DEFAULT_STATE, focus })).toBe("?focus=main.main%3Bmain.cpuLoop%3Bcrypto%2Fsha256.Sum256");
+    expect(parseState("?focus=main.main%3Bmain.cpuLoop").focus).toBe("main.main;main.cpuLoop");
+  });
+
+  it("round-trips names holding the separator or a backslash", () => {
+    const path = ["a;b", "c\\d", "e\\;f", "", "plain"];
+    expect(decodeFocus(encodeFocus(path))).toEqual(path);
+    expect(encodeFocus(["a;b"])).toBe("a\\;b");
+  });
+
+  it("reads no focus as the whole flamegraph", () => {
+    expect(decodeFocus("")).toEqual([]);
+    expect(parseState("").focus).toBe("");
+    expect(decodeFocus("only")).toEqual(["only"]);
+  });
+
+  it("makes each zoom a history step, so back returns to the previous zoom", () => {
+    const zoomed = { ...DEFAULT_STATE, focus: "main.main" };
+    expect(isMinorChange(DEFAULT_STATE, zoomed)).toBe(false);
+    expect(isMinorChange(zoomed, { ...zoomed, focus: "main.main;main.run" })).toBe(false);
   });
 });
 

@@ -23,6 +23,8 @@ export interface UiState {
   /** A single profile picked on the timeline (epoch ms). */
   time: string;
   search: string;
+  /** The zoomed flamegraph frame: its path of names from below the root (encodeFocus), "" for all. */
+  focus: string;
   maxNodes: number;
   refresh: string;
   left: Side;
@@ -42,6 +44,7 @@ export const DEFAULT_STATE: UiState = {
   selUntil: "",
   time: "",
   search: "",
+  focus: "",
   maxNodes: DEFAULT_MAX_NODES,
   refresh: "",
   left: { selector: "", from: "now-1h", until: "now-30m" },
@@ -61,6 +64,7 @@ const FIELDS = [
   ["selUntil", "sel_until"],
   ["time", "time"],
   ["search", "search"],
+  ["focus", "focus"],
   ["refresh", "refresh"],
 ] as const;
 
@@ -108,4 +112,26 @@ export function stateToSearch(state: UiState): string {
 export function isMinorChange(before: UiState, after: UiState): boolean {
   const strip = (s: UiState) => stateToSearch({ ...s, search: "", refresh: "" });
   return strip(before) === strip(after);
+}
+
+// A focus path is written as collapsed stacks are (names joined by ";"), so it reads plainly in a link;
+// a ";" or a backslash inside a name is escaped with a backslash.
+export function encodeFocus(path: string[]): string {
+  return path.map((name) => name.replace(/[\\;]/g, (c) => `\\${c}`)).join(";");
+}
+
+export function decodeFocus(text: string): string[] {
+  if (text === "") return [];
+  const path: string[] = [];
+  let name = "";
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === "\\" && i + 1 < text.length) name += text[++i];
+    else if (c === ";") {
+      path.push(name);
+      name = "";
+    } else name += c;
+  }
+  path.push(name);
+  return path;
 }

@@ -196,7 +196,7 @@ def _write_bucket(store: ObjectStore, tenant: str, level: int, rows: ProfileRows
     lo, hi = int(rows.time.min()), int(rows.time.max())
     record = BlockRecord(new_id, tenant, block_key(tenant, level, lo, new_id), lo, hi, level, len(data), len(rows))
     store.put(record.key, data)
-    placed = ProfileRows(rows.series_id, rows.time, np.full(len(rows), new_id, object),
+    placed = ProfileRows(rows.series_id, rows.time, np.full(len(rows), new_id),
                          np.arange(len(rows), dtype=np.int64), rows.total, rows.content_hash)
     return record, placed
 

@@ -64,6 +64,12 @@ def _ready(url: str) -> bool:
         return False
 
 
+def all_up(url: str) -> bool:
+    """Some targets, and every one of them up (an empty list, before discovery ran, is not "all up")."""
+    targets = httpx.get(url + "/api/v1/targets").json()["data"]["activeTargets"]
+    return bool(targets) and all(t["health"] == "up" for t in targets)
+
+
 def test_scraped_profiles_reach_the_querier_and_targets_report_health(cluster: Cluster, collector, go_target):
     url, _, _, _ = collector
     cpu = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
@@ -83,8 +89,7 @@ def test_scraped_profiles_reach_the_querier_and_targets_report_health(cluster: C
     for t in targets:
         assert t["labels"] == {"job": "demo", "instance": go_target, "service_name": "workload"}
         assert t["discoveredLabels"]["__address__"] == go_target
-    wait_for(lambda: all(t["health"] == "up" for t in httpx.get(url + "/api/v1/targets").json()["data"]
-                         ["activeTargets"]), 20, "every target to be up")
+    wait_for(lambda: all_up(url), 20, "every target to be up")
 
 
 def test_reload_applies_a_good_file_and_keeps_running_on_a_bad_one(collector, go_target):
@@ -163,8 +168,7 @@ def test_the_page_without_a_ui_links_only_to_what_the_frontend_serves(frontend):
 
 def test_target_status_over_grpc_matches_rest(collector, go_target):
     url, _, grpc_address, _ = collector
-    wait_for(lambda: all(t["health"] == "up" for t in httpx.get(url + "/api/v1/targets").json()["data"]
-                         ["activeTargets"]), 30, "every target to be up")
+    wait_for(lambda: all_up(url), 30, "every target to be up")
     with grpc.insecure_channel(grpc_address) as channel:
         reply = collector_pb2_grpc.CollectorServiceStub(channel).Targets(collector_pb2.TargetsRequest(), timeout=10)
     rest_targets = httpx.get(url + "/api/v1/targets").json()["data"]["activeTargets"]

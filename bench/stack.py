@@ -34,6 +34,28 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU time of a process, of its children that it has waited for, and of its live children: what a
+    Postgres server (the postmaster and a backend per connection) has spent."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    total = sum(int(f) for f in fields[11:15]) / CLOCK_TICKS  # utime, stime, cutime, cstime
+    for child in _children(pid):
+        with contextlib.suppress(OSError, ValueError):  # exited since the listing: its time is the parent's
+            total += cpu_seconds(child)
+    return total
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(stat.parent.name))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
 def peak_rss_bytes(pid: int) -> int:
     """VmHWM: the most resident memory the process has had."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -112,6 +134,18 @@ class Stack:
         for service in self.services:
             service.stop()
         self.services.clear()
+
+    def backend_cpu_seconds(self) -> tuple[float, float] | None:
+        """CPU time so far of the Postgres server (its postmaster's process tree) and of MinIO, or None
+        when Postgres is not a process of this machine that /proc shows."""
+        with psycopg.connect(self.dsn) as conn:
+            backend = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+            try:
+                postmaster = int(Path(f"/proc/{backend}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                return None
+        minio = self.minio._process  # MinioServer keeps its process private; the bench only reads /proc
+        return tree_cpu_seconds(postmaster), cpu_seconds(minio.pid) if minio else 0.0
 
     def object_bytes(self) -> tuple[int, int]:
         """Total size and count of the objects in the bucket, from a listing."""

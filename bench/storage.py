@@ -20,6 +20,7 @@ Steps (bench/README.md says what each figure means):
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import statistics
 import sys
@@ -49,7 +50,7 @@ CPU = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
 MiB = 1 << 20
 
 FULL = {"pool": 24, "services": 10, "instances": 10, "fleet_minutes": 60, "week_days": 7, "week_instances": 10,
-        "week_every": 100, "probe_profiles": 2000, "large_profiles": 300, "runs": 5}
+        "week_every": 100, "probe_profiles": 1000, "large_profiles": 300, "runs": 5}
 QUICK = {"pool": 12, "services": 4, "instances": 5, "fleet_minutes": 15, "week_days": 2, "week_instances": 4,
          "week_every": 600, "probe_profiles": 400, "large_profiles": 40, "runs": 5}
 
@@ -80,7 +81,7 @@ class Run:
 
 
 def main() -> None:
-    args = parse_args()
+    args, began = parse_args(), time.monotonic()
     env_start, stamp = report.environment(), report.stamp()
     print(f"storage bench: {os.cpu_count()} cores, load average {env_start['load_average']}", flush=True)
     pool = corpus.load_or_capture(args.pool, Path("/tmp"))
@@ -89,7 +90,7 @@ def main() -> None:
     week = Fleet(1, args.week_instances, args.week_every, hour0 - args.week_days * DAY_NS, args.week_days * 86400,
                  prefix="week", kinds=("cpu",))
     with running_stack() as stack:
-        run = Run(stack, args, pool, fleet, week, stamp=stamp)
+        run = Run(stack, args, pool, fleet, week, stamp=stamp, started=began)
         run.say(f"Postgres and MinIO up; fleet {fleet.services} services x {fleet.instances} instances x "
                 f"{args.fleet_minutes} min ({fleet.count()} CPU + {fleet.count('allocs')} allocs pprofs), "
                 f"{args.week_days}-day service ({week.count()} CPU pprofs)")
@@ -100,7 +101,7 @@ def main() -> None:
     md, js = report.write(report.Results(stamp, run.rows, run.details, run.profiles, vars(args),
                                          {"start": env_start, "end": env_end}))
     print(f"load average at the end {env_end['load_average']}; written {md.relative_to(ROOT)} and "
-          f"{js.relative_to(ROOT)} in {time.monotonic() - run.started:.0f} s", flush=True)
+          f"{js.relative_to(ROOT)}; {time.monotonic() - began:.0f} s in all", flush=True)
 
 
 ISSUE_ORDER = ("server CPU", "ingest", "acknowledgement", "flamegraph, 1 service x", "flamegraph, fleet",
@@ -138,7 +139,9 @@ def parse_args() -> argparse.Namespace:
                         help="the compacting ingester's --compaction.interval (s)")
     parser.add_argument("--compaction-timeout", type=float, default=900.0, help="give up waiting after (s)")
     parser.add_argument("--ingesters", type=int, default=2, help="ingester processes the corpus is loaded through")
-    parser.add_argument("--profile-seconds", type=int, default=10, help="querier self-profile per case (s)")
+    parser.add_argument("--load-clients", type=int, default=32, help="concurrent pushers while loading the corpus")
+    parser.add_argument("--load-batch", type=int, default=40, help="pprofs per push while loading the corpus")
+    parser.add_argument("--profile-seconds", type=int, default=5, help="querier self-profile per case (s)")
     parser.add_argument("--ack-flush-interval", type=float, default=0.2,
                         help="the shorter --flush-interval acknowledgement latency is also measured at (s)")
     parser.add_argument("--clients", type=int, default=16, help="concurrent pushers")
@@ -164,10 +167,11 @@ def load(run: Run, extra: list[Push]) -> None:
     ingesters = [stack.ingester(run.args.flush_interval, 0) for _ in range(run.args.ingesters)]
     run.index_before = stack.index_bytes()  # migrations applied, nothing stored
     cpu0, own0 = sum(cpu_seconds(i.pid) for i in ingesters), time.process_time()
-    pushes = _chain(extra, run.fleet.pushes(run.pool), run.week.pushes(run.pool))
+    pushes = itertools.chain(extra, run.fleet.pushes(run.pool), run.week.pushes(run.pool))
     total = len(extra) + run.fleet.count() + run.fleet.count("allocs") + run.week.count()
-    run.say(f"load: {total} pprofs through {len(ingesters)} ingesters, {run.args.clients} clients x 20 per push")
-    stats = pushing.push([i.grpc for i in ingesters], pushes, run.args.clients, batch=20, progress=f"load/{total}")
+    clients, batch = run.args.load_clients, run.args.load_batch
+    run.say(f"load: {total} pprofs through {len(ingesters)} ingesters, {clients} clients x {batch} per push")
+    stats = pushing.push([i.grpc for i in ingesters], pushes, clients, batch, progress=f"load/{total}")
     cpu, own = sum(cpu_seconds(i.pid) for i in ingesters) - cpu0, time.process_time() - own0
     for ingester in ingesters:
         ingester.stop()
@@ -182,11 +186,6 @@ def load(run: Run, extra: list[Push]) -> None:
                f"{growth / MiB:.1f} MiB ({growth / stats.typed:.0f} bytes per typed profile)")
 
 
-def _chain(*parts):
-    for part in parts:
-        yield from part
-
-
 def merge_check(run: Run, querier: Service, want: mergecheck.Expected, when: str) -> None:
     ok, notes = mergecheck.compare(querier.url, want)
     run.detail(f"merge check {when}: {'OK' if ok else 'MISMATCH'} ({'; '.join(notes)})")
@@ -195,23 +194,24 @@ def merge_check(run: Run, querier: Service, want: mergecheck.Expected, when: str
 
 
 def compact(run: Run) -> None:
-    """An ingester that compacts, until no flush block of the corpus (all in the past) is live."""
-    stack, past = run.stack, run.fleet.end_ns
+    """An ingester that compacts, until no flush block of the corpus (all in the past) is live and no
+    hour block of a day that ended an hour ago (the compactor's rules: hours that ended 5 minutes ago,
+    days that ended an hour ago)."""
+    stack = run.stack
+    days_before = (time.time_ns() - HOUR_NS) // DAY_NS * DAY_NS
     started = time.monotonic()
+    deadline = started + run.args.compaction_timeout
     ingester = stack.ingester(run.args.flush_interval, run.args.compaction_interval)
-    cpu0, last = cpu_seconds(ingester.pid), 0.0
-    levels = stack.live_blocks(past)
-    while levels.get(0) and time.monotonic() - started < run.args.compaction_timeout:
-        if time.monotonic() - last > 15:
-            last = time.monotonic()
-            run.say(f"compaction: live blocks per level {levels}")
-        time.sleep(1)
-        levels = stack.live_blocks(past)
+    cpu0 = cpu_seconds(ingester.pid)
+    hours = _wait_compacted(run, "hours", lambda: stack.live_blocks(run.fleet.end_ns), 0, deadline)
+    hours_s = time.monotonic() - started
+    days = _wait_compacted(run, "days", lambda: stack.live_blocks(days_before), 1, deadline)
     seconds, cpu = time.monotonic() - started, cpu_seconds(ingester.pid) - cpu0
     ingester.stop()
-    done = not levels.get(0)
-    run.detail(f"compaction {'done' if done else 'NOT done'} in {seconds:.0f} s (ingester CPU {cpu:.0f} s): "
-               f"live blocks per level {levels}")
+    done = hours and days
+    run.detail(f"compaction {'done' if done else 'NOT done'} in {seconds:.0f} s (flush blocks into hour blocks "
+               f"{hours_s:.0f} s, then hour blocks of ended days into day blocks), compacting ingester's CPU "
+               f"{cpu:.0f} s; live blocks per level {stack.live_blocks(run.fleet.end_ns)}")
     objects, count, retired = stack.live_object_bytes()
     growth = stack.index_bytes() - run.index_before
     gz, typed = run.loaded.gzipped, run.loaded.typed
@@ -264,15 +264,30 @@ def _ms(times: list[float]) -> str:
     return f"{_fmt_ms(median)} (p95 {_fmt_ms(p95)})"
 
 
+def _wait_compacted(run: Run, what: str, levels, level: int, deadline: float) -> bool:
+    """Wait until `levels()` shows no live block of `level`; False at the deadline."""
+    last = 0.0
+    while (found := levels()).get(level):
+        if time.monotonic() > deadline:
+            run.detail(f"compaction of {what}: gave up after --compaction-timeout, live blocks per level {found}")
+            return False
+        if time.monotonic() - last > 15:
+            last = time.monotonic()
+            run.say(f"compaction of {what}: live blocks per level {found}")
+        time.sleep(1)
+    return True
+
+
 def _fmt_ms(ms: float) -> str:
     return f"{ms / 1e3:.2f} s" if ms >= 1000 else f"{ms:.0f} ms"
 
 
 def queries(run: Run) -> None:
     fleet, week, runs = run.fleet, run.week, run.args.runs
-    one = _flamegraph("flamegraph 1 service x 1 h", '{service_name="svc-0"}', fleet.start_ns, fleet.end_ns)
+    minutes, n_days = run.args.fleet_minutes, run.args.week_days
+    one = _flamegraph(f"1 service x {minutes} min", '{service_name="svc-0"}', fleet.start_ns, fleet.end_ns)
     many = _flamegraph("fleet", '{service_name=~"svc-.*"}', fleet.start_ns, fleet.end_ns)
-    days = _flamegraph("service x days", '{service_name="week-0"}', week.start_ns, week.end_ns)
+    days = _flamegraph(f"1 service x {n_days} days", '{service_name="week-0"}', week.start_ns, week.end_ns)
     day_start = max(week.start_ns, week.end_ns - DAY_NS)
     span = Query("query_range", "/api/v1/query_range", {
         "query": f'{CPU}{{service_name="week-0"}}', "from": str(day_start), "until": str(week.end_ns),
@@ -359,8 +374,14 @@ def probes(run: Run) -> None:
     instances = 50
     small = Fleet(1, instances, 10, run.fleet.end_ns, 10 * max(1, args.probe_profiles // instances),
                   prefix="probe", kinds=("cpu",))
+    backends0 = stack.backend_cpu_seconds()
     stats, cpu = _probe(ingester, small.pushes(run.pool), args.clients)
+    backends1 = stack.backend_cpu_seconds()
     per = 1e3 * cpu / stats.pprofs
+    if backends0 and backends1:
+        pg, s3 = (1e3 * (b - a) / stats.pprofs for a, b in zip(backends0, backends1))
+        run.detail(f"small Go CPU profiles, besides the ingester's {per:.1f} ms: Postgres {pg:.1f} ms and MinIO "
+                   f"{s3:.1f} ms of CPU per profile")
     p50, p95 = stats.latency_ms(0.5), stats.latency_ms(0.95)
     run.detail(f"small Go CPU profiles: {stats.pprofs} pushes of {stats.gzipped / stats.pprofs / 1024:.1f} KiB "
                f"gzipped on average in {stats.seconds:.1f} s, ingester CPU {cpu:.1f} s; acknowledgement p50 "

@@ -1,6 +1,7 @@
 """Where a query's time goes: the querier's own CPU profile (`/debug/pprof/profile?seconds=N`, a
 sampler over its Python threads) taken while the query repeats, kept next to the results and summed
-up by `go tool pprof -top`."""
+up by `go tool pprof -top`: by self time, and by cumulative time over Flamewatch's own frames (the
+event loop and thread frames above them would head a plain cumulative list)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,13 @@ from pathlib import Path
 
 import httpx
 
-TOP_LINES = 14
+TOP_LINES = 12
+OWN_FRAMES = r"flamewatch\.(querier|storage|pprof|labels)"
 
 
 def profile_while(url: str, seconds: int, work: Callable[[], object], out: Path) -> str:
     """Repeat `work()` for `seconds` while the service at `url` profiles itself; write the profile to
-    `out` and return the head of its `-top` table (by cumulative time)."""
+    `out` and return the heads of its `-top` tables."""
     result: dict[str, bytes] = {}
 
     def fetch() -> None:
@@ -37,9 +39,15 @@ def profile_while(url: str, seconds: int, work: Callable[[], object], out: Path)
 
 
 def top(path: Path) -> str:
+    by_self = _pprof(path, ["-top"])
+    by_cum = _pprof(path, ["-top", "-cum", f"-show={OWN_FRAMES}"])
+    return f"{by_self.strip()}\n\n{by_cum.strip()}"
+
+
+def _pprof(path: Path, flags: list[str]) -> str:
     go = shutil.which("go")
     if go is None:
-        return "(no `go` on PATH for go tool pprof -top)"
-    done = subprocess.run([go, "tool", "pprof", "-symbolize=none", "-top", "-cum", f"-nodecount={TOP_LINES}",
-                           str(path)], capture_output=True, text=True, timeout=300)
+        return "(no `go` on PATH for go tool pprof)"
+    done = subprocess.run([go, "tool", "pprof", "-symbolize=none", *flags, f"-nodecount={TOP_LINES}", str(path)],
+                          capture_output=True, text=True, timeout=300)
     return done.stdout if done.returncode == 0 else done.stderr

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
+import signal
 import statistics
 import sys
 import time
@@ -82,6 +83,8 @@ class Run:
 
 def main() -> None:
     args, began = parse_args(), time.monotonic()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _stop)
     env_start, stamp = report.environment(), report.stamp()
     print(f"storage bench: {os.cpu_count()} cores, load average {env_start['load_average']}", flush=True)
     pool = corpus.load_or_capture(args.pool, Path("/tmp"))
@@ -102,6 +105,12 @@ def main() -> None:
                                          {"start": env_start, "end": env_end}))
     print(f"load average at the end {env_end['load_average']}; written {md.relative_to(ROOT)} and "
           f"{js.relative_to(ROOT)}; {time.monotonic() - began:.0f} s in all", flush=True)
+
+
+def _stop(signum: int, frame: object) -> None:
+    """Ctrl-C or kill: unwind through the stack's context managers, which stop every process started.
+    (Under asyncio.run a default SIGINT only cancels the pushers' task, which gRPC may not notice.)"""
+    raise SystemExit(128 + signum)
 
 
 ISSUE_ORDER = ("server CPU", "ingest", "acknowledgement", "flamegraph, 1 service x", "flamegraph, fleet",

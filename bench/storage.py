@@ -316,11 +316,12 @@ def queries(run: Run) -> None:
     querier.stop()
     one_cold = _cold(run, one, runs)
     days_cold = _cold(run, days, runs)
-    querier = run.stack.querier()
-    _where_it_goes(run, querier, "days-cold", _once(lambda: timed(querier, days)), seconds=int(max(days_cold)) + 2)
-    querier.stop()
-    run.detail(f"1 service x 1 h: {one_n} profiles; {run.args.week_days} days: {days_n} profiles; query_range: "
-               f"{range_n} series")
+    for case, query, times in (("hour-cold", one, one_cold), ("days-cold", days, days_cold)):
+        querier = run.stack.querier()
+        _where_it_goes(run, querier, case, _once(lambda q=querier, x=query: timed(q, x)), seconds=int(max(times)) + 2)
+        querier.stop()
+    run.detail(f"1 service x {minutes} min: {one_n} profiles; {n_days} days: {days_n} profiles; "
+               f"query_range: {range_n} series")
     _query_rows(run, (one_warm, one_cold, one_n), (fleet_times, merged), (days_warm, days_cold, days_n),
                 (range_warm, range_n), hwm)
 

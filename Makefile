@@ -16,7 +16,7 @@ UI_BUILD := $(UI)/dist/index.html
 UI_SOURCES := $(shell find $(UI)/src -type f 2>/dev/null) $(addprefix $(UI)/,index.html package.json vite.config.ts tsconfig.json)
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: deps run test proto lint bench bench-demo fuzz ui ui-test
+.PHONY: deps run test proto lint bench bench-quick bench-pipeline bench-demo fuzz ui ui-test
 
 deps: $(VENV)/.installed $(MINIO) $(WORKLOAD)
 
@@ -77,7 +77,17 @@ proto: $(VENV)/.installed
 lint: $(VENV)/.installed
 	$(PY) -m ruff check libs services tests bench fuzz proto/generate.py
 
+# The storage benchmark of issue 8 (bench/README.md): real Go profiles as a fleet and a week through the
+# ingester into Postgres and MinIO, compaction, queries; prints the table and writes bench/results/.
+# Runs niced (the machine is shared); about 20 minutes, bench-quick about 3.
 bench: deps
+	nice $(PY) bench/storage.py
+
+bench-quick: deps
+	nice $(PY) bench/storage.py --quick
+
+# The earlier figures: pprof decode, ingest and merge of synthetic profiles, the collector's own cost.
+bench-pipeline: deps
 	$(PY) bench/run.py
 	$(PY) bench/collector.py
 

@@ -211,8 +211,9 @@ def profile_rows(db: Database, series_ids: Sequence[int], start: int, end: int) 
             binary=True,  # the packed arrays as they are, not hex text
         ).fetchall()
     rows = _unpack(found)
-    keep = np.flatnonzero((rows.time >= start) & (rows.time <= end))
-    return rows.take(keep[np.argsort(rows.time[keep], kind="stable")])
+    rows = rows.take(np.flatnonzero((rows.time >= start) & (rows.time <= end)))
+    # Postgres returns the rows in no set order: sort fully, so a float (gauge) sum adds in one order.
+    return rows.take(np.lexsort((rows.row, rows.block_id, rows.time)))
 
 
 def nearest_profile(db: Database, series_ids: Sequence[int], time_ns: int) -> ProfileRows:

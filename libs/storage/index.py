@@ -216,6 +216,29 @@ def profile_rows(db: Database, series_ids: Sequence[int], start: int, end: int) 
     return rows.take(np.lexsort((rows.row, rows.block_id, rows.time)))
 
 
+def profile_totals(db: Database, series_ids: Sequence[int], start: int, end: int) -> ProfileRows:
+    """Series, time and total of every profile of the series in [start, end], in no set order: what
+    time series need, read without the columns that say where each profile is stored (`block_id` is
+    "" and `row` -1 throughout; use `profile_rows` to read the profiles themselves)."""
+    with db.connection() as conn:
+        found = conn.execute(
+            "SELECT series_id, times, totals FROM block_series"
+            " WHERE series_id = ANY(%s) AND max_time >= %s AND min_time <= %s", (list(series_ids), start, end),
+            binary=True,
+        ).fetchall()
+    counts = [len(times) // _TIME.itemsize for _, times, _ in found]
+    time = _column([t for _, t, _ in found], _TIME)
+    keep = np.flatnonzero((time >= start) & (time <= end))
+    empty = np.zeros(len(keep), np.int64)
+    return ProfileRows(np.repeat(np.array([r[0] for r in found], np.int64), counts)[keep], time[keep],
+                       np.full(len(keep), ""), empty - 1, _column([c for _, _, c in found], _TOTAL)[keep], empty)
+
+
+def _column(parts: list[bytes], dtype: np.dtype) -> np.ndarray:
+    arrays = [np.frombuffer(p, dtype) for p in parts]
+    return np.concatenate(arrays).astype(np.int64) if arrays else np.zeros(0, np.int64)
+
+
 def nearest_profile(db: Database, series_ids: Sequence[int], time_ns: int) -> ProfileRows:
     """The one profile closest to time_ns among the series (empty if they have none)."""
     cols = "SELECT series_id, block_id, times, rows, totals, hashes FROM block_series WHERE series_id = ANY(%(ids)s)"
@@ -256,17 +279,14 @@ def stored_profiles(db: Database, tenant: str, keys: Sequence[tuple[int, int, in
 def _unpack(found: list[tuple]) -> ProfileRows:
     """block_series rows (series_id, block_id, times, rows, totals, hashes) as one profile per element."""
     counts = [len(r[2]) // _TIME.itemsize for r in found]
-    def column(i: int, dtype: np.dtype) -> np.ndarray:
-        parts = [np.frombuffer(r[i], dtype) for r in found]
-        return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
     return ProfileRows(
         series_id=np.repeat(np.array([r[0] for r in found], np.int64), counts),
-        time=column(2, _TIME),
+        time=_column([r[2] for r in found], _TIME),
         # Fixed-width strings, not objects: repeating them per profile is a copy, not a million references.
         block_id=np.repeat(np.array([r[1] for r in found], str), counts),
-        row=column(3, _ROW),
-        total=column(4, _TOTAL),
-        content_hash=column(5, _HASH),
+        row=_column([r[3] for r in found], _ROW),
+        total=_column([r[4] for r in found], _TOTAL),
+        content_hash=_column([r[5] for r in found], _HASH),
     )
 
 

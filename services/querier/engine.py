@@ -133,7 +133,7 @@ class Querier:
 
     def _points(self, ptype: ProfileType, series: list[Series], start: int, end: int, step: int,
                 group_by: Sequence[str]) -> list[Points]:
-        rows = index.profile_rows(self.db, [s.id for s in series], start, end)
+        rows = index.profile_totals(self.db, [s.id for s in series], start, end)
         labels_of = {s.id: {k: s.labels.get(k, "") for k in group_by} for s in series}
         groups = sorted({tuple(sorted(v.items())) for v in labels_of.values()})
         group_index = {g: i for i, g in enumerate(groups)}

@@ -132,3 +132,17 @@ def test_the_per_profile_index_of_earlier_versions_is_carried_over(postgres_dsn:
             assert conn.execute("SELECT to_regclass('profiles')").fetchone()[0] is None
     finally:
         database.close()
+
+
+def test_totals_for_time_series_are_the_profiles_totals_without_where_they_are_stored(db: Database) -> None:
+    commit(db, "b1", [entry("a", T0 + 20 * S, 0, 5), entry("a", T0, 1, 7), entry("b", T0 + 10 * S, 2, 11)])
+    commit(db, "b2", [entry("a", T0 + 30 * S, 0, 13)])
+    ids = list(series_ids(db).values())
+    full = index.profile_rows(db, ids, T0 + 1, T0 + 30 * S)
+    totals = index.profile_totals(db, ids, T0 + 1, T0 + 30 * S)
+    order = np.argsort(totals.time)
+    assert totals.time[order].tolist() == full.time.tolist()
+    assert totals.series_id[order].tolist() == full.series_id.tolist()
+    assert totals.total[order].tolist() == full.total.tolist() == [11, 5, 13]
+    assert set(totals.block_id.tolist()) == {""} and set(totals.row.tolist()) == {-1}
+    assert len(index.profile_totals(db, [], 0, 2**62)) == 0

@@ -5,6 +5,7 @@ Tests declare what they touch with markers, and using a fixture without its mark
 | fixture | scope | marker | gives |
 |---|---|---|---|
 | `postgres_dsn` | function | `postgres` | `postgresql://` URI of a fresh, empty database (dropped after) |
+| `db` | function | `postgres` | a `Database` (pool) open on `postgres_dsn`, migrated (closed after) |
 | `stoppable_postgres` | module | `postgres` | an `infra.pgctl.PostgresProcess` to stop, crash and start |
 | `minio` | session | `s3` | a running `infra.minio.MinioServer` (see below) |
 | `s3_bucket` | function | `s3` | name of a fresh, empty bucket on `minio` (removed after) |
@@ -28,11 +29,14 @@ from infra import gotargets, postgres
 from infra.minio import MinioServer
 from infra.pgctl import PostgresProcess
 
+from flamewatch.storage.postgres import Database, PostgresConfig, open_database
+
 POSTGRES_DSN_ENV = "FLAMEWATCH_TEST_POSTGRES_DSN"
 
 # Fixture -> the marker a test must carry to use it, directly or through another fixture.
 REQUIRED_MARKERS = {
     "postgres_dsn": "postgres",
+    "db": "postgres",
     "_postgres_server": "postgres",
     "stoppable_postgres": "postgres",
     "minio": "s3",
@@ -86,6 +90,13 @@ def postgres_dsn(request: pytest.FixtureRequest, _postgres_server: str) -> Itera
     _require_marker(request, "postgres")
     with postgres.fresh_database(_postgres_server) as dsn:
         yield dsn
+
+
+@pytest.fixture
+def db(postgres_dsn: str) -> Iterator[Database]:
+    database = open_database(PostgresConfig(dsn=postgres_dsn))
+    yield database
+    database.close()
 
 
 @pytest.fixture(scope="module")

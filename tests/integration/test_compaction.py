@@ -4,7 +4,6 @@ every answer is the same before and after, at every step, also when a job fails 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from flamewatch.storage.block import write_block
 from flamewatch.storage.compaction import compact_tenant, tenant_lock
 from flamewatch.storage.index import BlockRecord, IndexEntry
 from flamewatch.storage.objstore import FilesystemConfig, ObjectStore, open_object_store
-from flamewatch.storage.postgres import Database, PostgresConfig, open_database
+from flamewatch.storage.postgres import Database
 from flamewatch.storage.sweeper import sweep_orphans
 
 pytestmark = [pytest.mark.postgres, pytest.mark.go]
@@ -35,13 +34,6 @@ BASE = int(datetime(2026, 1, 5, 10, tzinfo=UTC).timestamp()) * 10**9  # 10:00 on
 CPU = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
 HEAP = "memory:inuse_space:bytes:space:bytes"
 TENANT = "t"
-
-
-@pytest.fixture
-def db(postgres_dsn: str) -> Iterator[Database]:
-    database = open_database(PostgresConfig(dsn=postgres_dsn))
-    yield database
-    database.close()
 
 
 @pytest.fixture

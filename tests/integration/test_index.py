@@ -1,6 +1,5 @@
 """The profile index on a real Postgres: a row per (block, series) with packed profile arrays."""
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import numpy as np
@@ -16,13 +15,6 @@ pytestmark = pytest.mark.postgres
 T0 = int(datetime(2026, 3, 1, 23, 59, 50, tzinfo=UTC).timestamp()) * 10**9
 S = 10**9
 CPU = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
-
-
-@pytest.fixture
-def db(postgres_dsn: str) -> Iterator[Database]:
-    database = open_database(PostgresConfig(dsn=postgres_dsn))
-    yield database
-    database.close()
 
 
 def entry(instance: str, time_ns: int, row: int, total: int, content_hash: int = 0) -> IndexEntry:

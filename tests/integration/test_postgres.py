@@ -31,13 +31,6 @@ NOV_14_NS = int(datetime(2023, 11, 14, tzinfo=UTC).timestamp()) * 10**9
 DAY_NS = 86_400 * 10**9
 
 
-@pytest.fixture
-def db(postgres_dsn: str) -> Iterator[Database]:
-    database = open_database(PostgresConfig(dsn=postgres_dsn))
-    yield database
-    database.close()
-
-
 def applied(conn: psycopg.Connection) -> list[tuple[int, str, datetime]]:
     return conn.execute("SELECT version, name, applied_at FROM schema_migrations ORDER BY version").fetchall()
 

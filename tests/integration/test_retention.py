@@ -1,7 +1,6 @@
 """Retention on a real Postgres and object store: whole day partitions go, per-tenant overrides hold,
 and objects are deleted only after the grace period, once nothing in the index points at them."""
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -10,7 +9,7 @@ import pytest
 from flamewatch.storage import index
 from flamewatch.storage.index import BlockRecord, IndexEntry
 from flamewatch.storage.objstore import FilesystemConfig, ObjectStore, open_object_store
-from flamewatch.storage.postgres import Database, PostgresConfig, day_partitions, open_database
+from flamewatch.storage.postgres import Database, day_partitions
 from flamewatch.storage.retention import RetentionPolicy, delete_retired, expire
 
 pytestmark = pytest.mark.postgres
@@ -18,13 +17,6 @@ pytestmark = pytest.mark.postgres
 DAY = 86_400 * 10**9
 NOW = int(datetime(2026, 5, 20, 12, tzinfo=UTC).timestamp()) * 10**9
 CPU = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
-
-
-@pytest.fixture
-def db(postgres_dsn: str) -> Iterator[Database]:
-    database = open_database(PostgresConfig(dsn=postgres_dsn))
-    yield database
-    database.close()
 
 
 @pytest.fixture

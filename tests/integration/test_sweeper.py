@@ -10,7 +10,7 @@ from infra.minio import MinioServer
 
 from flamewatch.storage.filesystem import FilesystemObjectStore
 from flamewatch.storage.objstore import ObjectStore, S3Config, open_object_store
-from flamewatch.storage.postgres import Database, PostgresConfig, open_database
+from flamewatch.storage.postgres import Database
 from flamewatch.storage.sweeper import sweep_orphans
 
 pytestmark = pytest.mark.postgres
@@ -28,13 +28,6 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ObjectStor
         ))
     yield backend
     backend.close()
-
-
-@pytest.fixture
-def db(postgres_dsn: str) -> Iterator[Database]:
-    database = open_database(PostgresConfig(dsn=postgres_dsn))
-    yield database
-    database.close()
 
 
 def block_key(tenant: str, ulid: str) -> str:

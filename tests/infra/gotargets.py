@@ -33,6 +33,19 @@ PROFILE_PATHS = {
     "block": "/debug/pprof/block",
 }
 
+# The sample types of each profile Go's net/http/pprof serves, in order, and the profile name each is
+# scraped under (`__name__`), as in the configuration's pprof_config.
+SAMPLE_TYPES = {
+    "cpu": ["samples", "cpu"],
+    "heap": ["alloc_objects", "alloc_space", "inuse_objects", "inuse_space"],
+    "allocs": ["alloc_objects", "alloc_space", "inuse_objects", "inuse_space"],
+    "goroutine": ["goroutine"],
+    "mutex": ["contentions", "delay"],
+    "block": ["contentions", "delay"],
+}
+SCRAPE_NAMES = {"cpu": "process_cpu", "heap": "memory", "allocs": "memory", "goroutine": "goroutine",
+                "mutex": "mutex", "block": "block"}
+
 
 def build(name: str = "workload") -> Path:
     """Build `tests/targets/<name>` unless its binary is newer than every source file; return the binary."""

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from infra import gotool
+from infra.gotargets import SAMPLE_TYPES, SCRAPE_NAMES
 
 from flamewatch.api.flamewatch.v1 import pprof_envelope_pb2
 from flamewatch.api.perftools.profiles import profile_pb2
@@ -25,17 +26,6 @@ from flamewatch.storage.frames import profile_frames
 pytestmark = pytest.mark.go
 
 PROFILES = ["cpu", "heap", "allocs", "goroutine", "mutex", "block"]
-SAMPLE_TYPES = {
-    "cpu": ["samples", "cpu"],
-    "heap": ["alloc_objects", "alloc_space", "inuse_objects", "inuse_space"],
-    "allocs": ["alloc_objects", "alloc_space", "inuse_objects", "inuse_space"],
-    "goroutine": ["goroutine"],
-    "mutex": ["contentions", "delay"],
-    "block": ["contentions", "delay"],
-}
-# The profile name each would be scraped under (`__name__`), as in the configuration's pprof_config.
-SCRAPE_NAMES = {"cpu": "process_cpu", "heap": "memory", "allocs": "memory", "goroutine": "goroutine",
-                "mutex": "mutex", "block": "block"}
 
 # `go tool pprof` runs once per file and sample index.
 pprof_top = functools.cache(gotool.pprof_top)

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from infra import gotool
+from infra.gotargets import SAMPLE_TYPES, SCRAPE_NAMES
 
 from flamewatch.api.perftools.profiles import profile_pb2
 from flamewatch.config import IngestLimits
@@ -26,16 +27,6 @@ from flamewatch.storage.filesystem import FilesystemObjectStore
 
 pytestmark = pytest.mark.go
 
-SAMPLE_TYPES = {
-    "cpu": ["samples", "cpu"],
-    "heap": ["alloc_objects", "alloc_space", "inuse_objects", "inuse_space"],
-    "allocs": ["alloc_objects", "alloc_space", "inuse_objects", "inuse_space"],
-    "goroutine": ["goroutine"],
-    "mutex": ["contentions", "delay"],
-    "block": ["contentions", "delay"],
-}
-SCRAPE_NAMES = {"cpu": "process_cpu", "heap": "memory", "allocs": "memory", "goroutine": "goroutine",
-                "mutex": "mutex", "block": "block"}
 CASES = [(name, column) for name, types in SAMPLE_TYPES.items() for column in range(len(types))]
 
 raw_view = functools.cache(gotool.pprof_raw_view)

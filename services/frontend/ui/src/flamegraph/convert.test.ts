@@ -1,23 +1,11 @@
 import { describe, expect, it } from "vitest";
-import type { FlamegraphData, ProfileType } from "../api/types";
+import { TREE } from "./testTree";
+import type { ProfileType } from "../api/types";
 import { nodeCount, searchShare } from "./convert";
 import { formatValue, parseTypeId, readableTypeName } from "./profileTypes";
 
 const CPU = parseTypeId("process_cpu:cpu:nanoseconds:cpu:nanoseconds") as ProfileType;
 
-// total(100) → main(90) → { a(30, self 30), b(60) → a(20, self 20), other self 40 }; root self 10.
-// Names sorted as the API sends them; levels in the delta encoding.
-const TREE: FlamegraphData = {
-  names: ["a", "b", "main", "total"],
-  levels: [
-    [0, 100, 10, 3],
-    [0, 90, 0, 2],
-    [0, 30, 30, 0, 0, 60, 40, 1],
-    [30, 20, 20, 0],
-  ],
-  total: 100,
-  max_self: 40,
-};
 
 describe("searchShare", () => {
   it("adds separate matches: a beside b and a under b", () => {

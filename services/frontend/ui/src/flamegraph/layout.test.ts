@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { DiffData, FlamegraphData } from "../api/types";
+import { TREE } from "./testTree";
+import type { DiffData } from "../api/types";
 import { diffColor } from "./diff";
 import { fitLabel } from "./draw";
 import {
@@ -8,18 +9,6 @@ import {
 } from "./layout";
 import { diffFrameColor, functionColor, nameColors, nameHash, PALETTES, SPECIAL } from "./palette";
 
-// total(100, self 10) → main(90) → { a(30, self 30) at 0, b(60, self 40) at 30 → a(20, self 20) at 30 }.
-const TREE: FlamegraphData = {
-  names: ["a", "b", "main", "total"],
-  levels: [
-    [0, 100, 10, 3],
-    [0, 90, 0, 2],
-    [0, 30, 30, 0, 0, 60, 40, 1],
-    [30, 20, 20, 0],
-  ],
-  total: 100,
-  max_self: 40,
-};
 const layout = buildLayout(TREE);
 const MAIN = { depth: 1, index: 0 };
 const B = { depth: 2, index: 1 };

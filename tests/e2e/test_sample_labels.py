@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import pytest
 from e2e.calls import CPU, TIMEOUT_S, Window, ingest, metadata, rest
 from e2e.cluster import Cluster
+from infra.stringtable import interner
 
 from flamewatch.api.flamewatch.v1 import query_pb2
 from flamewatch.api.perftools.profiles import profile_pb2
@@ -38,11 +39,7 @@ LINES = {"login": 12, "home": 20, "serve": 30, "main": 40, "gc": 50}
 
 def cpu_profile(samples: list[tuple[list[str], int, dict]], time_ns: int) -> bytes:
     p = profile_pb2.Profile(string_table=[""], time_nanos=time_ns, duration_nanos=10**9, period=10**7)
-
-    def s(text: str) -> int:
-        if text not in p.string_table:
-            p.string_table.append(text)
-        return list(p.string_table).index(text)
+    s = interner(p)
 
     p.sample_type.add(type=s("cpu"), unit=s("nanoseconds"))
     p.period_type.type, p.period_type.unit = s("cpu"), s("nanoseconds")

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from infra.stringtable import interner
 
 from flamewatch.api.perftools.profiles import profile_pb2 as pb
 from flamewatch.pprof import TypedProfile, decode, split, validate
@@ -36,13 +37,7 @@ def build(stacks: list[list], values: list[list[int]], *, sample_types=(("cpu", 
     still differ in their numbers.
     """
     ref = pb.Profile(string_table=["", *unused_strings], period=10)
-    strings = {s: i for i, s in enumerate(ref.string_table)}
-
-    def string(s: str) -> int:
-        if s not in strings:
-            strings[s] = len(ref.string_table)
-            ref.string_table.append(s)
-        return strings[s]
+    string = interner(ref)
 
     for t, u in sample_types:
         ref.sample_type.add(type=string(t), unit=string(u))

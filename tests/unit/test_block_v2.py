@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from infra.stringtable import interner
 from test_block import build, entry, paths, typed
 
 from flamewatch.api.perftools.profiles import profile_pb2 as pb
@@ -21,13 +22,7 @@ TESTDATA = Path(__file__).parent / "testdata" / "block"
 
 def labelled(ref: pb.Profile, labels: list[dict]) -> pb.Profile:
     """Attach labels to samples: `labels[i]` maps a key to a string or to (number, unit)."""
-    strings = {s: i for i, s in enumerate(ref.string_table)}
-
-    def string(s: str) -> int:
-        if s not in strings:
-            strings[s] = len(ref.string_table)
-            ref.string_table.append(s)
-        return strings[s]
+    string = interner(ref)
 
     for sample, wanted in zip(ref.sample, labels, strict=True):
         for key, value in wanted.items():

@@ -57,7 +57,8 @@ class Series:
 
 def commit_block(db: Database, block: BlockRecord, entries: Sequence[IndexEntry]) -> None:
     """Index a block whose object is already stored: series, block row and its series' rows, atomically."""
-    _ensure_partitions(db, _entries_by_series_start(entries))
+    _ensure_partitions(db, _series_starts(np.array([e.fingerprint for e in entries], np.int64),
+                                          np.array([e.time_ns for e in entries], np.int64)))
     with db.connection() as conn, conn.transaction():
         ids = _upsert_series(conn, block.tenant, entries)
         _insert_block(conn, block)
@@ -69,7 +70,7 @@ def replace_blocks(db: Database, new: Sequence[tuple[BlockRecord, ProfileRows]],
     profiles) in one transaction: a query sees either the old blocks or the new ones, never both. The
     old blocks are marked compacted; their objects stay until `retention.delete_retired` removes them
     after a grace period, so a query that read the index just before the switch still finds them."""
-    _ensure_partitions(db, [t for _, rows in new for t in _series_starts(rows)])
+    _ensure_partitions(db, [t for _, rows in new for t in _series_starts(rows.series_id, rows.time)])
     with db.connection() as conn, conn.transaction():
         for block, rows in new:
             _insert_block(conn, block)
@@ -88,19 +89,13 @@ def block_rows(db: Database, block_ids: Sequence[str]) -> ProfileRows:
     return rows.take(np.lexsort((rows.row, rows.block_id.astype(str)))) if len(rows) else rows
 
 
-def _entries_by_series_start(entries: Sequence[IndexEntry]) -> list[int]:
-    first: dict[int, int] = {}
-    for e in entries:
-        first[e.fingerprint] = min(first.get(e.fingerprint, e.time_ns), e.time_ns)
-    return list(first.values())
-
-
-def _series_starts(rows: ProfileRows) -> list[int]:
-    if not len(rows):
+def _series_starts(series: np.ndarray, times: np.ndarray) -> list[int]:
+    """The earliest time of each series: the day partition of its block_series row."""
+    if not len(series):
         return []
-    order = np.lexsort((rows.time, rows.series_id))
-    first = np.r_[True, rows.series_id[order][1:] != rows.series_id[order][:-1]]
-    return rows.time[order][first].tolist()
+    order = np.lexsort((times, series))
+    first = np.r_[True, series[order][1:] != series[order][:-1]]
+    return times[order][first].tolist()
 
 
 def _rows_of(entries: Sequence[IndexEntry], series_ids: dict[int, int]) -> ProfileRows:

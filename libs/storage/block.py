@@ -20,6 +20,10 @@ A block has seven sections, each in its own row group(s) of one wide table, told
 Version 1 blocks (no mapping_flags, location_id, location_column, labels, content_hash or labelsets:
 every frame its own location, no sample labels) are still read.
 
+The profiles section is split into row groups of about `PROFILE_GROUP_ENTRIES` entries, so a query
+reads and decodes only the groups that hold its rows; compacted blocks order their profiles by profile
+type, service and series (see `series_order`), so one service's rows sit in a few groups.
+
 Anyone can open a block with a Parquet reader, e.g. `SELECT * FROM 'x.parquet' WHERE section='profiles'`.
 The file metadata key `flamewatch.block` maps each section to its row groups and holds the version.
 """
@@ -85,6 +89,10 @@ SCHEMA = pa.schema([
     ("values", pa.list_(pa.int64())),
 ])
 
+# Entries per row group of the profiles section. Smaller groups mean less decoded per selective query
+# and a bigger footer (a few KiB per group).
+PROFILE_GROUP_ENTRIES = 1 << 17
+
 PROFILE_COLUMNS = ("series_fingerprint", "series_labels", "profile_type", "time_ns", "duration_ns", "period",
                    "total", "content_hash")
 
@@ -118,15 +126,47 @@ def write_block(entries: Sequence[BlockEntry]) -> bytes:
     return _write_parquet(_sections(gathered, _entry_columns(entries)))
 
 
-def compact(parts: Sequence[tuple[BlockReader, np.ndarray]]) -> bytes:
-    """A new block holding the given profile rows of the given blocks (any readable version), in the
-    order given; symbols, label sets and stacks are de-duplicated across all of them and every
-    per-profile column is carried over."""
+def compact(parts: Sequence[tuple[BlockReader, np.ndarray]], order: np.ndarray | None = None) -> bytes:
+    """A new block holding the given profile rows of the given blocks (any readable version); symbols,
+    label sets and stacks are de-duplicated across all of them and every per-profile column is carried
+    over. Row i of the new block is input row `order[i]`, counting the parts' rows one after another
+    (None: in the order given)."""
     gathered = from_blocks([(r, np.asarray(rows, np.int64)) for r, rows in parts])
-    tables = [r.profiles.take(pa.array(np.asarray(rows, np.int64))) for r, rows in parts]
-    profiles = pa.concat_tables(tables) if tables else pa.table({c: pa.array([], SCHEMA.field(c).type)
-                                                                 for c in PROFILE_COLUMNS})
+    profiles = _profile_table(parts)
+    if order is not None:
+        gathered = _reordered(gathered, np.asarray(order, np.int64))
+        profiles = profiles.take(pa.array(order))
     return _write_parquet(_sections(gathered, {c: profiles.column(c).combine_chunks() for c in PROFILE_COLUMNS}))
+
+
+def _profile_table(parts: Sequence[tuple[BlockReader, np.ndarray]]) -> pa.Table:
+    tables = [r.profiles.take(pa.array(np.asarray(rows, np.int64))) for r, rows in parts]
+    return pa.concat_tables(tables) if tables else pa.table({c: pa.array([], SCHEMA.field(c).type)
+                                                             for c in PROFILE_COLUMNS})
+
+
+def series_order(parts: Sequence[tuple[BlockReader, np.ndarray]]) -> np.ndarray:
+    """An order of the parts' rows (counted one after another) by profile type, service name, series
+    and time: the rows one service's query reads then lie together, in few row groups."""
+    table = _profile_table(parts)
+    if table.num_rows == 0:
+        return np.zeros(0, np.int64)
+    series, codes = np.unique(table.column("series_labels").to_numpy(zero_copy_only=False).astype(str),
+                              return_inverse=True)
+    service = np.array([json.loads(s).get("service_name", "") for s in series.tolist()])  # once per series
+    types = table.column("profile_type").to_numpy(zero_copy_only=False).astype(str)
+    keys = (table.column("time_ns").to_numpy(), codes.reshape(-1), service[codes.reshape(-1)], types)
+    return np.lexsort(keys)
+
+
+def _reordered(g: Gathered, order: np.ndarray) -> Gathered:
+    """`g` with output profile order[i] moved to position i."""
+    position = np.empty(len(order), np.int64)
+    position[order] = np.arange(len(order))
+    owner = position[g.owner]
+    sort = np.argsort(owner, kind="stable")  # entries of one profile keep their (node, label set) order
+    return Gathered(g.symbols, g.node_parent, g.node_frame, owner[sort], g.node[sort], g.label_set[sort],
+                    g.value[sort], g.n_profiles)
 
 
 def _entry_columns(entries: Sequence[BlockEntry]) -> dict:
@@ -176,8 +216,10 @@ def _write_parquet(sections: dict[str, dict]) -> bytes:
         n = len(next(iter(columns.values())))
         if n == 0:
             continue
-        layout[name] = [len(tables)]
-        tables.append(_section_table(name, columns, n))
+        table = _section_table(name, columns, n)
+        pieces = _profile_groups(table) if name == "profiles" else [table]
+        layout[name] = list(range(len(tables), len(tables) + len(pieces)))
+        tables.extend(pieces)
     meta = {_META_KEY: json.dumps({"version": FORMAT_VERSION, "sections": layout}).encode()}
     sink = io.BytesIO()
     # No column statistics and no copy of the Arrow schema: in a block of a few profiles the footer,
@@ -187,6 +229,16 @@ def _write_parquet(sections: dict[str, dict]) -> bytes:
             writer.write_table(table, row_group_size=max(table.num_rows, 1))
         writer.add_key_value_metadata(meta)
     return sink.getvalue()
+
+
+def _profile_groups(table: pa.Table) -> list[pa.Table]:
+    """The profiles table cut into runs of rows of about PROFILE_GROUP_ENTRIES entries each: a row
+    belongs to the group its first entry falls in."""
+    offsets = table.column("nodes").combine_chunks().offsets.to_numpy()
+    bucket = offsets[:-1] // PROFILE_GROUP_ENTRIES
+    starts = np.flatnonzero(np.r_[True, bucket[1:] != bucket[:-1]])
+    ends = np.r_[starts[1:], table.num_rows]
+    return [table.slice(int(lo), int(hi - lo)) for lo, hi in zip(starts, ends)]
 
 
 def _section_table(name: str, columns: dict, n: int) -> pa.Table:
@@ -213,6 +265,22 @@ def _arrow(column, arrow_type: pa.DataType) -> pa.Array:
 
 
 # ------------------------------------------------------------------------------------------ reading
+
+# Rows are read as runs of consecutive rows when the runs average at least this many rows: a run is one
+# slice copy (a Python step), while picking entries costs an index per entry.
+_MIN_ROWS_PER_RUN = 4
+
+
+def _taker(offsets: np.ndarray, rows: np.ndarray, counts: np.ndarray):
+    """A function giving an entry column's values for the rows, in row order. Runs of consecutive rows
+    (compacted blocks keep a series' profiles together) are copied as slices, else entries are picked."""
+    breaks = np.flatnonzero(np.diff(rows) != 1) + 1
+    if len(rows) < _MIN_ROWS_PER_RUN * (len(breaks) + 1):
+        picked = expand_ranges(offsets[rows], counts)
+        return lambda column: column[picked]
+    first, last = rows[np.r_[0, breaks]], rows[np.r_[breaks - 1, len(rows) - 1]]
+    spans = list(zip(offsets[first].tolist(), offsets[last + 1].tolist()))  # one step per run, not per row
+    return lambda column: np.concatenate([column[lo:hi] for lo, hi in spans]) if spans else column[:0]
 
 
 class BlockReader:
@@ -265,36 +333,57 @@ class BlockReader:
         return table.append_column("content_hash", pa.array(np.zeros(table.num_rows, np.int64)))
 
     @cached_property
-    def _lists(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        names = ["nodes", "values"] if self.version == 1 else ["nodes", "values", "labelsets"]
-        table = self._read("profiles", names).combine_chunks()
-        nodes, values = table.column(0).chunk(0), table.column(1).chunk(0)
-        sets = (table.column(2).chunk(0).values.to_numpy().astype(np.int64) if self.version >= 2
-                else np.zeros(len(nodes.values), np.int64))
-        return (nodes.offsets.to_numpy().astype(np.int64), nodes.values.to_numpy().astype(np.int64), sets,
-                values.values.to_numpy())
+    def _group_starts(self) -> np.ndarray:
+        """The first profile row of each row group of the profiles section, and the row count last."""
+        counts = [self._file.metadata.row_group(g).num_rows for g in self._sections.get("profiles", [])]
+        return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
 
-    @property
-    def entry_offsets(self) -> np.ndarray:
-        """Profile row i's entries are entries [offsets[i], offsets[i + 1])."""
-        return self._lists[0]
+    def _group_lists(self, group: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(entry offsets, nodes, label sets, values) of one row group of profiles, decoded on first use."""
+        cache = self.__dict__.setdefault("_lists", {})
+        if group not in cache:
+            names = ["nodes", "values"] if self.version == 1 else ["nodes", "values", "labelsets"]
+            table = self._file.read_row_group(self._sections["profiles"][group], columns=names).combine_chunks()
+            nodes = table.column(0).chunk(0)
+            offsets = nodes.offsets.to_numpy().astype(np.int64)
+            n = offsets[-1] - offsets[0]
+            sets = (table.column(2).chunk(0).flatten().to_numpy().astype(np.int64) if self.version >= 2
+                    else np.zeros(n, np.int64))
+            cache[group] = (offsets - offsets[0], nodes.flatten().to_numpy().astype(np.int64), sets,
+                            table.column(1).chunk(0).flatten().to_numpy())
+        return cache[group]
 
     def sample_entries(self, rows: np.ndarray, weights: np.ndarray | None = None
-                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(stack node, label set, self value) of every entry of the given profile rows; values are
-        float64 when weighted."""
-        offsets, nodes, sets, values = self._lists
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(owner, stack node, label set, self value) of every entry of the given profile rows, where
+        owner is the entry's index into `rows`; values are float64 when weighted. Only the row groups
+        holding the rows are decoded."""
         rows = np.asarray(rows, np.int64)
-        counts = offsets[rows + 1] - offsets[rows]
-        picked = expand_ranges(offsets[rows], counts)
+        starts = self._group_starts
+        group = np.searchsorted(starts, rows, side="right") - 1
+        order = np.argsort(group, kind="stable")
+        bounds = np.flatnonzero(np.r_[True, group[order][1:] != group[order][:-1], True]) if len(rows) else [0]
+        parts = [self._group_entries(int(group[order[lo]]), order[lo:hi], rows, weights)
+                 for lo, hi in zip(bounds[:-1], bounds[1:])]
+        if not parts:
+            empty = np.zeros(0, np.int64)
+            return empty, empty, empty, np.zeros(0, np.int64 if weights is None else np.float64)
+        return tuple(np.concatenate(c) if len(parts) > 1 else c[0] for c in zip(*parts))  # type: ignore[return-value]
+
+    def _group_entries(self, group: int, pick: np.ndarray, rows: np.ndarray, weights: np.ndarray | None):
+        offsets, nodes, sets, values = self._group_lists(group)
+        local = rows[pick] - self._group_starts[group]
+        counts = offsets[local + 1] - offsets[local]
+        take = _taker(offsets, local, counts)
+        owner = np.repeat(pick, counts)
         if weights is None:
-            return nodes[picked], sets[picked], values[picked]
-        return nodes[picked], sets[picked], values[picked] * np.repeat(np.asarray(weights, np.float64), counts)
+            return owner, take(nodes), take(sets), take(values)
+        return owner, take(nodes), take(sets), take(values) * np.repeat(np.asarray(weights, np.float64)[pick], counts)
 
     def entries(self, rows: np.ndarray, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(stack node, self value) of every entry of the given profile rows; values float64 when weighted.
         A node appears once per label set it has values under."""
-        nodes, _, values = self.sample_entries(rows, weights)
+        _, nodes, _, values = self.sample_entries(rows, weights)
         return nodes, values
 
     def node_values(self, rows: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:

@@ -42,10 +42,8 @@ class StoredProfiles(Protocol):
     def node_location(self) -> np.ndarray: ...
     @property
     def node_depth(self) -> np.ndarray: ...
-    @property
-    def entry_offsets(self) -> np.ndarray: ...
     def sample_entries(self, rows: np.ndarray, weights: np.ndarray | None = None
-                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]: ...
 
 
 def from_profiles(sources: Sequence[Profile], owners: Sequence[Sequence[int]],
@@ -79,9 +77,8 @@ def from_blocks(parts: Sequence[tuple[StoredProfiles, np.ndarray]],
     start = 0
     for i, (reader, rows) in enumerate(parts):
         rows = np.asarray(rows, np.int64)
-        nodes, sets, values = reader.sample_entries(rows, None if weights is None else weights[i])
-        counts = _entry_counts(reader, rows)
-        owner = np.zeros(len(nodes), np.int64) if one_profile else np.repeat(start + np.arange(len(rows)), counts)
+        owner, nodes, sets, values = reader.sample_entries(rows, None if weights is None else weights[i])
+        owner = np.zeros(len(nodes), np.int64) if one_profile else start + owner
         if set_masks is not None and set_masks[i] is not None:
             keep = set_masks[i][sets]
             owner, nodes, sets, values = owner[keep], nodes[keep], sets[keep], values[keep]
@@ -95,11 +92,6 @@ def from_blocks(parts: Sequence[tuple[StoredProfiles, np.ndarray]],
     tree, node_maps = merge_forests([r.node_parent for r in readers], frames, [r.node_depth for r in readers], used)
     entries = [(o, m[n], s, v) for (o, n, s, v), m in zip(picked, node_maps)]
     return _aggregate(symbols, tree.parent, tree.frame, entries, 1 if one_profile else start)
-
-
-def _entry_counts(reader: StoredProfiles, rows: np.ndarray) -> np.ndarray:
-    offsets = reader.entry_offsets
-    return offsets[rows + 1] - offsets[rows]
 
 
 def _aggregate(symbols: Symbols, parent: np.ndarray, frame: np.ndarray, parts: list, n_profiles: int) -> Gathered:

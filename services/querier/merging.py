@@ -59,7 +59,7 @@ def _groups(blocks: BlockCache, r: Rows) -> Iterator[_Group]:
     row_filter = np.zeros(len(r.row), np.int64) if r.row_filter is None else r.row_filter
     block_index = np.unique(r.block_id.astype(str), return_inverse=True)[1].reshape(-1) if len(r.row) else \
         np.zeros(0, np.int64)
-    order = np.lexsort((row_filter, block_index))
+    order = np.lexsort((r.row, row_filter, block_index))  # rows in block order: read as runs
     key = np.stack([block_index, row_filter], axis=1)[order]
     starts = np.flatnonzero(np.r_[True, (key[1:] != key[:-1]).any(axis=1)]) if len(order) else []
     for pick in np.split(order, starts[1:]) if len(order) else []:
@@ -70,9 +70,7 @@ def _groups(blocks: BlockCache, r: Rows) -> Iterator[_Group]:
 
 def _entries(g: _Group) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(row index within the group, node, label set, value) of the group's kept entries."""
-    nodes, sets, values = g.block.reader.sample_entries(g.rows, g.weights)
-    offsets = g.block.reader.entry_offsets
-    owner = np.repeat(np.arange(len(g.rows)), offsets[g.rows + 1] - offsets[g.rows])
+    owner, nodes, sets, values = g.block.reader.sample_entries(g.rows, g.weights)
     if g.set_mask is None:
         return owner, nodes, sets, values
     keep = g.set_mask[sets]

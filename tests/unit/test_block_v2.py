@@ -15,7 +15,7 @@ from infra.stringtable import interner
 from test_block import build, entry, paths, typed
 
 from flamewatch.api.perftools.profiles import profile_pb2 as pb
-from flamewatch.storage.block import FORMAT_VERSION, BlockEntry, BlockReader, compact, write_block
+from flamewatch.storage.block import FORMAT_VERSION, BlockEntry, BlockReader, compact, series_order, write_block
 
 TESTDATA = Path(__file__).parent / "testdata" / "block"
 
@@ -35,7 +35,7 @@ def labelled(ref: pb.Profile, labels: list[dict]) -> pb.Profile:
 
 def label_paths(reader: BlockReader, rows) -> dict[tuple, int]:
     """{(path of names, frozenset of labels): value} over the given rows."""
-    nodes, sets, values = reader.sample_entries(np.asarray(rows, np.int64))
+    _, nodes, sets, values = reader.sample_entries(np.asarray(rows, np.int64))
     node_paths = {node: node_path(reader, node) for node in set(nodes.tolist())}
     out: dict[tuple, int] = {}
     for node, s, v in zip(nodes.tolist(), sets.tolist(), values.tolist(), strict=True):
@@ -89,7 +89,7 @@ def test_v1_block_still_reads():
     for column, values in expected["locations"].items():
         assert [str(v) if column in ("name", "system_name", "filename") else int(v) for v in table[column]] == values
     assert reader.label_sets["set"].tolist() == []
-    assert set(reader.sample_entries(np.arange(len(expected["rows"])))[1].tolist()) == {0}
+    assert set(reader.sample_entries(np.arange(len(expected["rows"])))[2].tolist()) == {0}
 
 
 def test_a_v1_block_compacts_into_v2_with_the_same_answers():
@@ -134,7 +134,7 @@ def test_sample_labels_are_stored_as_deduplicated_sets_with_summed_values():
     assert sorted(set(reader.label_sets["set"].tolist())) == [1, 2]
     assert len(reader.label_sets["set"]) == 4
     # one entry per distinct (node, label set) of the profile
-    assert len(reader.sample_entries(np.array([0]))[0]) == 3
+    assert len(reader.sample_entries(np.array([0]))[1]) == 3
     assert paths(reader, reader.node_values(np.array([0]))) == {("main", "a"): 7, ("main", "b"): 8}
 
 
@@ -243,3 +243,69 @@ def test_compaction_deduplicates_symbols_and_stacks_across_blocks():
     assert len(out.frames["function"]) == len(one.frames["function"])
     assert sorted(out.strings.tolist()) == sorted(one.strings.tolist())
     assert out.profiles.column("time_ns").to_pylist() == [1, 2]
+
+
+# ------------------------------------------------------------------------------ row groups and order
+
+
+def _many_profiles(n: int) -> list[BlockEntry]:
+    """n profiles of two services and two series each, with stacks of different lengths."""
+    out = []
+    for i in range(n):
+        stacks = [[f"leaf{i % 7}", "mid", "main"], [f"b{i % 3}", "main"], ["main"]]
+        profile = typed(build(stacks, [[i + 1], [2 * i + 1], [3]]))[0]
+        out.append(entry(profile, 1_000 + n - i, service_name=f"svc{i % 2}", pod=f"p{i % 4}"))
+    return out
+
+
+def test_profiles_are_split_into_row_groups_and_any_rows_read_as_from_one_group(monkeypatch):
+    entries = _many_profiles(40)
+    whole = BlockReader(write_block(entries))
+    monkeypatch.setattr("flamewatch.storage.block.PROFILE_GROUP_ENTRIES", 8)
+    split = BlockReader(write_block(entries))
+    assert len(whole._sections["profiles"]) == 1
+    assert len(split._sections["profiles"]) > 5
+    rows = np.array([39, 0, 17, 17, 5, 38, 1, 20], np.int64)
+    weights = np.linspace(0.5, 4, len(rows))
+    for w in (None, weights):
+        a, b = whole.sample_entries(rows, w), split.sample_entries(rows, w)
+        key = lambda e: sorted(zip(e[0].tolist(), whole.node_names[e[1]].tolist(), e[3].tolist()))  # noqa: E731
+        assert key(a) == key(b)
+    for i in (0, 17, 39):
+        assert label_paths(split, [i]) == label_paths(whole, [i])
+    assert split.profiles.equals(whole.profiles)
+
+
+def test_a_query_decodes_only_the_row_groups_holding_its_rows(monkeypatch):
+    monkeypatch.setattr("flamewatch.storage.block.PROFILE_GROUP_ENTRIES", 8)
+    reader = BlockReader(write_block(_many_profiles(40)))
+    reader.sample_entries(np.array([0, 1]))
+    assert set(reader.__dict__["_lists"]) == {0}
+
+
+def test_compaction_can_order_rows_by_type_service_series_and_time():
+    readers = [BlockReader(write_block(_many_profiles(12))), BlockReader(write_block(_many_profiles(6)))]
+    parts = [(readers[0], np.arange(12)), (readers[1], np.array([5, 0, 3]))]
+    order = series_order(parts)
+    out = BlockReader(compact(parts, order))
+    inputs = [(r, row) for r, rows in parts for row in rows.tolist()]
+    table = out.profiles.to_pydict()
+    services = [json.loads(s)["service_name"] for s in table["series_labels"]]
+    keys = list(zip(table["profile_type"], services, table["series_labels"], table["time_ns"]))
+    assert keys == sorted(keys)
+    for i, source in enumerate(order.tolist()):
+        reader, row = inputs[source]
+        assert label_paths(out, [i]) == label_paths(reader, [row])
+        assert out.profiles.slice(i, 1).to_pylist() == reader.profiles.slice(row, 1).to_pylist()
+
+
+def test_runs_of_consecutive_rows_read_as_picked_rows_do(monkeypatch):
+    monkeypatch.setattr("flamewatch.storage.block.PROFILE_GROUP_ENTRIES", 16)
+    reader = BlockReader(write_block(_many_profiles(40)))
+    rows = np.r_[np.arange(3, 25), np.arange(30, 40), [7]].astype(np.int64)
+    weights = np.linspace(1, 2, len(rows))
+    as_runs = [reader.sample_entries(rows, w) for w in (None, weights)]
+    monkeypatch.setattr("flamewatch.storage.block._MIN_ROWS_PER_RUN", 10**9)
+    picked = [reader.sample_entries(rows, w) for w in (None, weights)]
+    for a, b in zip(as_runs, picked):
+        assert [c.tolist() for c in a] == [c.tolist() for c in b]

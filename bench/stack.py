@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 FLAMEWATCH = ROOT / ".venv" / "bin" / "flamewatch"
 BUCKET = "bench"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-INDEX_TABLES = ("series", "blocks", "block_series")
+INDEX_TABLES = ("series", "blocks", "block_series", "flush_series")
 
 
 def cpu_seconds(pid: int) -> float:

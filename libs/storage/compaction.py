@@ -31,11 +31,11 @@ import numpy as np
 from ulid import ULID
 
 from flamewatch.storage import index
-from flamewatch.storage.block import BlockReader, compact
+from flamewatch.storage.block import BlockReader, compact, series_order
 from flamewatch.storage.index import BlockRecord, ProfileRows
 from flamewatch.storage.keys import LEVEL_DAY, LEVEL_FLUSH, LEVEL_HOUR, block_key
 from flamewatch.storage.objstore import ObjectStore
-from flamewatch.storage.postgres import Database, try_lock
+from flamewatch.storage.postgres import Database, partition_name, try_lock, utc_day, vacuum
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,19 @@ def compact_tenant(db: Database, store: ObjectStore, tenant: str, now_ns: int,
     for level, planner in ((LEVEL_HOUR, hour_job), (LEVEL_DAY, day_job)):
         while job := planner(live_blocks(db, tenant), now_ns, config):
             done.append(run_job(db, store, tenant, job, level, config))
+    _reclaim(db, done)
     return done
+
+
+def _reclaim(db: Database, done: Sequence[Compacted]) -> None:
+    """Give back the space of the index rows the jobs deleted: the flush index is vacuumed (its space
+    is reused by the next flushes, and a wholly dead tail is returned), and each day partition whose
+    hour blocks became a day block is rewritten, so an ended day keeps only its few live rows."""
+    if any(job.level == LEVEL_HOUR for job in done):
+        vacuum(db, "flush_series")
+    days = {_start_of(r.min_time, DAY_NS) for job in done if job.level == LEVEL_DAY for r in job.outputs}
+    for day in sorted(days):
+        vacuum(db, partition_name(utc_day(day)), full=True)
 
 
 def live_blocks(db: Database, tenant: str) -> list[StoredBlock]:
@@ -186,12 +198,16 @@ def _fetch(store: ObjectStore, blocks: Sequence[StoredBlock], concurrency: int) 
 
 def _write_bucket(store: ObjectStore, tenant: str, level: int, rows: ProfileRows,
                   readers: dict[str, BlockReader]) -> tuple[BlockRecord, ProfileRows]:
-    """One new block with the given profiles, in the order `compact` writes them: input by input."""
+    """One new block with the given profiles, ordered by profile type, service, series and time (so a
+    query for one service reads few of its row groups)."""
     ids, codes = np.unique(rows.block_id.astype(str), return_inverse=True)
     order = np.argsort(codes, kind="stable")
     rows, codes = rows.take(order), codes[order]
     bounds = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1], True])
-    data = compact([(readers[ids[codes[lo]]], rows.row[lo:hi]) for lo, hi in zip(bounds[:-1], bounds[1:])])
+    parts = [(readers[ids[codes[lo]]], rows.row[lo:hi]) for lo, hi in zip(bounds[:-1], bounds[1:])]
+    placement = series_order(parts)
+    data = compact(parts, placement)
+    rows = rows.take(placement)
     new_id = str(ULID())
     lo, hi = int(rows.time.min()), int(rows.time.max())
     record = BlockRecord(new_id, tenant, block_key(tenant, level, lo, new_id), lo, hi, level, len(data), len(rows))

@@ -1,8 +1,10 @@
 """The profile index in Postgres: series, blocks, and which profiles of which series each block holds.
 
-A block's profiles are indexed by one `block_series` row per series it holds, carrying that series'
-profile times, rows in the block, totals and content hashes as packed arrays: selection and time
-series read a few rows per series and block, never a row per profile. Writes happen in one
+A block's profiles are indexed by one row per series it holds, carrying that series' profile times,
+rows in the block, totals and content hashes as packed arrays: selection and time series read a few
+rows per series and block, never a row per profile. Compacted blocks' rows are in `block_series`,
+partitioned by day; flush blocks' rows, which compaction soon replaces, in `flush_series`; reads go
+through the view `index_series` over both. Writes happen in one
 transaction per block, after the block object is durable in the object store, so an index row never
 points at a missing object.
 """
@@ -14,10 +16,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from flamewatch.labels.selector import Matcher
+from flamewatch.storage.keys import LEVEL_FLUSH
 from flamewatch.storage.postgres import Database, ensure_day_partition
+
+# The tables of index rows: compacted blocks' (partitioned by day) and flush blocks'.
+INDEX_TABLES = ("block_series", "flush_series")
 
 _DAY_NS = 86_400 * 10**9
 # The packed arrays of a block_series row: big-endian, as Postgres' int8send/int4send write them.
@@ -57,12 +64,13 @@ class Series:
 
 def commit_block(db: Database, block: BlockRecord, entries: Sequence[IndexEntry]) -> None:
     """Index a block whose object is already stored: series, block row and its series' rows, atomically."""
-    _ensure_partitions(db, _series_starts(np.array([e.fingerprint for e in entries], np.int64),
-                                          np.array([e.time_ns for e in entries], np.int64)))
+    if block.level != LEVEL_FLUSH:
+        _ensure_partitions(db, _series_starts(np.array([e.fingerprint for e in entries], np.int64),
+                                              np.array([e.time_ns for e in entries], np.int64)))
     with db.connection() as conn, conn.transaction():
         ids = _upsert_series(conn, block.tenant, entries)
         _insert_block(conn, block)
-        _copy_rows(conn, block.id, _rows_of(entries, ids))
+        _copy_rows(conn, block, _rows_of(entries, ids))
 
 
 def replace_blocks(db: Database, new: Sequence[tuple[BlockRecord, ProfileRows]], old_ids: Sequence[str]) -> None:
@@ -70,12 +78,15 @@ def replace_blocks(db: Database, new: Sequence[tuple[BlockRecord, ProfileRows]],
     profiles) in one transaction: a query sees either the old blocks or the new ones, never both. The
     old blocks are marked compacted; their objects stay until `retention.delete_retired` removes them
     after a grace period, so a query that read the index just before the switch still finds them."""
-    _ensure_partitions(db, [t for _, rows in new for t in _series_starts(rows.series_id, rows.time)])
+    _ensure_partitions(db, [t for b, rows in new if b.level != LEVEL_FLUSH
+                            for t in _series_starts(rows.series_id, rows.time)])
     with db.connection() as conn, conn.transaction():
         for block, rows in new:
             _insert_block(conn, block)
-            _copy_rows(conn, block.id, rows)
-        conn.execute("DELETE FROM block_series WHERE block_id = ANY(%s)", (list(old_ids),))
+            _copy_rows(conn, block, rows)
+        for table in INDEX_TABLES:
+            conn.execute(sql.SQL("DELETE FROM {} WHERE block_id = ANY(%s)").format(sql.Identifier(table)),
+                         (list(old_ids),))
         conn.execute("UPDATE blocks SET state = 'compacted', retired_at = now() WHERE id = ANY(%s)",
                      (list(old_ids),))
 
@@ -83,7 +94,7 @@ def replace_blocks(db: Database, new: Sequence[tuple[BlockRecord, ProfileRows]],
 def block_rows(db: Database, block_ids: Sequence[str]) -> ProfileRows:
     """Every indexed profile of the blocks, block by block in row order."""
     with db.connection() as conn:
-        found = conn.execute("SELECT series_id, block_id, times, rows, totals, hashes FROM block_series"
+        found = conn.execute("SELECT series_id, block_id, times, rows, totals, hashes FROM index_series"
                              " WHERE block_id = ANY(%s)", (list(block_ids),)).fetchall()
     rows = _unpack(found)
     return rows.take(np.lexsort((rows.row, rows.block_id.astype(str)))) if len(rows) else rows
@@ -122,18 +133,18 @@ def _insert_block(conn, block: BlockRecord) -> None:
     )
 
 
-def _copy_rows(conn, block_id: str, rows: ProfileRows) -> None:
-    """One block_series row per series, its profiles in time order."""
+def _copy_rows(conn, block: BlockRecord, rows: ProfileRows) -> None:
+    """One index row per series, its profiles in time order, in the block's level's table."""
     order = np.lexsort((rows.row, rows.time, rows.series_id))
     rows = rows.take(order)
     starts = np.flatnonzero(np.r_[True, rows.series_id[1:] != rows.series_id[:-1]]) if len(rows) else []
     bounds = np.r_[starts, len(rows)].astype(np.int64)
-    with conn.cursor().copy(
-        "COPY block_series (block_id, series_id, min_time, max_time, profiles, times, rows, totals, hashes)"
-        " FROM STDIN"
-    ) as copy:
+    table = "flush_series" if block.level == LEVEL_FLUSH else "block_series"
+    with conn.cursor().copy(sql.SQL(
+        "COPY {} (block_id, series_id, min_time, max_time, profiles, times, rows, totals, hashes) FROM STDIN"
+    ).format(sql.Identifier(table))) as copy:
         for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-            copy.write_row((block_id, int(rows.series_id[lo]), int(rows.time[lo]), int(rows.time[hi - 1]), hi - lo,
+            copy.write_row((block.id, int(rows.series_id[lo]), int(rows.time[lo]), int(rows.time[hi - 1]), hi - lo,
                             rows.time[lo:hi].astype(_TIME).tobytes(), rows.row[lo:hi].astype(_ROW).tobytes(),
                             rows.total[lo:hi].astype(_TOTAL).tobytes(),
                             rows.content_hash[lo:hi].astype(_HASH).tobytes()))
@@ -201,7 +212,7 @@ def profile_rows(db: Database, series_ids: Sequence[int], start: int, end: int) 
     """Every profile of the series in [start, end], in time order."""
     with db.connection() as conn:
         found = conn.execute(
-            "SELECT series_id, block_id, times, rows, totals, hashes FROM block_series"
+            "SELECT series_id, block_id, times, rows, totals, hashes FROM index_series"
             " WHERE series_id = ANY(%s) AND max_time >= %s AND min_time <= %s", (list(series_ids), start, end),
             binary=True,  # the packed arrays as they are, not hex text
         ).fetchall()
@@ -217,7 +228,7 @@ def profile_totals(db: Database, series_ids: Sequence[int], start: int, end: int
     "" and `row` -1 throughout; use `profile_rows` to read the profiles themselves)."""
     with db.connection() as conn:
         found = conn.execute(
-            "SELECT series_id, times, totals FROM block_series"
+            "SELECT series_id, times, totals FROM index_series"
             " WHERE series_id = ANY(%s) AND max_time >= %s AND min_time <= %s", (list(series_ids), start, end),
             binary=True,
         ).fetchall()
@@ -236,7 +247,7 @@ def _column(parts: list[bytes], dtype: np.dtype) -> np.ndarray:
 
 def nearest_profile(db: Database, series_ids: Sequence[int], time_ns: int) -> ProfileRows:
     """The one profile closest to time_ns among the series (empty if they have none)."""
-    cols = "SELECT series_id, block_id, times, rows, totals, hashes FROM block_series WHERE series_id = ANY(%(ids)s)"
+    cols = "SELECT series_id, block_id, times, rows, totals, hashes FROM index_series WHERE series_id = ANY(%(ids)s)"
     with db.connection() as conn:
         found = conn.execute(
             f"({cols} AND min_time <= %(t)s AND max_time >= %(t)s)"
@@ -262,7 +273,7 @@ def stored_profiles(db: Database, tenant: str, keys: Sequence[tuple[int, int, in
     times = [t for _, t, _ in keys]
     with db.connection() as conn:
         found = conn.execute(
-            "SELECT s.fingerprint, bs.times, bs.hashes FROM series s JOIN block_series bs ON bs.series_id = s.id"
+            "SELECT s.fingerprint, bs.times, bs.hashes FROM series s JOIN index_series bs ON bs.series_id = s.id"
             " WHERE s.tenant = %s AND s.fingerprint = ANY(%s) AND bs.max_time >= %s AND bs.min_time <= %s",
             (tenant, sorted({fp for fp, _, _ in keys}), min(times), max(times)),
         ).fetchall()

@@ -332,7 +332,7 @@ def _apply(conn: psycopg.Connection, migration: Migration) -> int:
 def _autocommit(conn: psycopg.Connection) -> Iterator[None]:
     """Autocommit for the block, so each `conn.transaction()` is a real transaction."""
     if conn.info.transaction_status != TransactionStatus.IDLE:
-        raise StorageError("migrate() needs a connection outside any transaction")
+        raise StorageError("this needs a connection outside any transaction")
     previous = conn.autocommit
     conn.autocommit = True
     try:
@@ -392,7 +392,7 @@ def ensure_day_partition(conn: psycopg.Connection, day_start_ns: int) -> str:
     partition locks the whole parent table until the transaction that did it ends.
     Returns the partition's name.
     """
-    day = _utc_day(day_start_ns)
+    day = utc_day(day_start_ns)
     name = partition_name(day)
     cache_key = (_database_identity(conn), name)
     if cache_key in _known_partitions:
@@ -420,6 +420,22 @@ def drop_partitions_before(conn: psycopg.Connection, day_ns: int) -> list[str]:
     return dropped
 
 
+def vacuum(db: Database, table: str, full: bool = False, lock_timeout_s: float = 2.0) -> bool:
+    """VACUUM a table (FULL: rewrite it, returning all dead space to the system), waiting at most
+    `lock_timeout_s` for its lock so readers are never held up behind it; returns whether it ran."""
+    statement = sql.SQL("VACUUM (FULL) {}" if full else "VACUUM {}").format(sql.Identifier(table))
+    with db.connection() as conn, _autocommit(conn):
+        conn.execute(sql.SQL("SET lock_timeout = {}").format(sql.Literal(f"{int(lock_timeout_s * 1000)}ms")))
+        try:
+            conn.execute(statement)
+        except psycopg.errors.LockNotAvailable:
+            logger.info("vacuum of %s skipped: the table was busy", table)
+            return False
+        finally:
+            conn.execute("RESET lock_timeout")
+    return True
+
+
 def forget_partition(conn: psycopg.Connection, name: str) -> None:
     """Tell the cache of known partitions that `name` was dropped."""
     _known_partitions.discard((_database_identity(conn), name))
@@ -437,7 +453,7 @@ def day_partitions(conn: psycopg.Connection) -> list[tuple[str, date]]:
     return sorted(days, key=lambda item: item[1])
 
 
-def _utc_day(time_ns: int) -> date:
+def utc_day(time_ns: int) -> date:
     return _EPOCH_DAY + timedelta(days=time_ns // _DAY_NS)
 
 

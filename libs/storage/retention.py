@@ -89,6 +89,11 @@ def _clear_partitions(db: Database) -> tuple[list[str], list[str]]:
             conn.commit()
             if deleted:
                 trimmed.append(name)
+        flushed = conn.execute("DELETE FROM flush_series p USING blocks b WHERE b.id = p.block_id"
+                               " AND b.state = 'expired'").rowcount
+        conn.commit()
+        if flushed:
+            trimmed.append("flush_series")
     if dropped or trimmed:
         log.info("retention: dropped day partitions %s; deleted expired rows from %s", dropped or "none",
                  trimmed or "none")
@@ -100,7 +105,7 @@ def delete_retired(db: Database, store: ObjectStore, grace_ns: int) -> list[str]
     with db.connection() as conn:
         found = conn.execute(
             "SELECT id, key FROM blocks b WHERE state <> 'live' AND retired_at < now() - make_interval(secs => %s)"
-            " AND NOT EXISTS (SELECT 1 FROM block_series bs WHERE bs.block_id = b.id)", (grace_ns / 1e9,)
+            " AND NOT EXISTS (SELECT 1 FROM index_series bs WHERE bs.block_id = b.id)", (grace_ns / 1e9,)
         ).fetchall()
     for _, key in found:
         store.delete(key)  # a no-op for an object an earlier run deleted before it stopped

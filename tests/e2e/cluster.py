@@ -239,7 +239,7 @@ class Cluster:
         """Indexed profiles and rows in series and blocks (of one tenant, or all)."""
         where, args = ("WHERE tenant = %s", [tenant]) if tenant else ("", [])
         queries = {
-            "profiles": "SELECT coalesce(sum(bs.profiles), 0) FROM block_series bs JOIN blocks b ON b.id = bs.block_id",
+            "profiles": "SELECT coalesce(sum(bs.profiles), 0) FROM index_series bs JOIN blocks b ON b.id = bs.block_id",
             "series": "SELECT count(*) FROM series",
             "blocks": "SELECT count(*) FROM blocks",
         }

@@ -111,6 +111,6 @@ def stored_per_seq(dsn: str, tenant: str, fault: str) -> Counter[int]:
     """How many profiles the index holds for each `seq` of a fault."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         rows = conn.execute(
-            "SELECT s.labels->>'seq', sum(bs.profiles) FROM block_series bs JOIN series s ON s.id = bs.series_id"
+            "SELECT s.labels->>'seq', sum(bs.profiles) FROM index_series bs JOIN series s ON s.id = bs.series_id"
             " WHERE s.tenant = %s AND s.labels->>'fault' = %s GROUP BY 1", (tenant, fault)).fetchall()
     return Counter({int(seq): n for seq, n in rows})

@@ -168,3 +168,28 @@ def test_one_compactor_per_tenant_at_a_time(db) -> None:
     with tenant_lock(db, TENANT) as after:
         results.append(after)
     assert results == [True, False, True, True]
+
+
+def _sizes(db: Database) -> dict[str, int]:
+    with db.connection() as conn:
+        return dict(conn.execute(
+            "SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class c WHERE c.relkind = 'r'"
+            " AND (c.relname = 'flush_series' OR c.relname LIKE 'block\\_series\\_%')").fetchall())
+
+
+def test_compaction_gives_back_the_space_of_the_index_rows_it_replaced(db, store, go_profiles) -> None:
+    fill(db, store, go_profiles, [BASE + i * 15 * MIN for i in range(12)])
+    with db.connection() as conn:
+        assert conn.execute("SELECT count(*) FROM flush_series").fetchone()[0] > 0
+    compact_tenant(db, store, TENANT, BASE + 3 * DAY)
+    assert live_levels(db) == [2]
+    sizes = _sizes(db)
+    with db.connection() as conn:
+        flush_pages = conn.execute("SELECT pg_relation_size('flush_series')").fetchone()[0]
+    assert flush_pages == 0  # every flush row is gone and VACUUM returned the emptied pages
+    day_partition = next(name for name in sizes if name.startswith("block_series_"))
+    with db.connection() as conn:
+        conn.autocommit = True
+        conn.execute(f"VACUUM FULL {day_partition}")
+        conn.autocommit = False
+    assert _sizes(db)[day_partition] == sizes[day_partition]  # already as small as a rewrite makes it

@@ -32,8 +32,8 @@ def series_ids(db: Database) -> dict[str, int]:
     return {s.labels["instance"]: s.id for s in index.find_series(db, "t", [], 0, 2**62)}
 
 
-def commit(db: Database, block_id: str, entries: list[IndexEntry]) -> None:
-    index.commit_block(db, block(block_id, entries), entries)
+def commit(db: Database, block_id: str, entries: list[IndexEntry], level: int = 0) -> None:
+    index.commit_block(db, block(block_id, entries, level), entries)
 
 
 def test_profiles_come_back_in_time_order_with_their_block_rows_and_totals(db: Database) -> None:
@@ -52,10 +52,23 @@ def test_profiles_come_back_in_time_order_with_their_block_rows_and_totals(db: D
 
 def test_a_block_is_one_index_row_per_series_in_the_partition_of_its_first_profile(db: Database) -> None:
     # The block straddles midnight: its series' rows sit in the day of their first profile.
-    commit(db, "b1", [entry("a", T0 + i * S, i, 1) for i in range(20)] + [entry("b", T0 + 15 * S, 20, 1)])
+    commit(db, "b1", [entry("a", T0 + i * S, i, 1) for i in range(20)] + [entry("b", T0 + 15 * S, 20, 1)], level=1)
     with db.connection() as conn:
         found = conn.execute("SELECT tableoid::regclass::text, profiles FROM block_series ORDER BY 1").fetchall()
     assert found == [("block_series_20260301", 20), ("block_series_20260302", 1)]
+
+
+def test_flush_blocks_are_indexed_apart_from_compacted_ones_and_read_with_them(db: Database) -> None:
+    commit(db, "flushed", [entry("a", T0, 0, 3), entry("b", T0, 1, 4)])
+    commit(db, "hourly", [entry("a", T0 + S, 0, 5)], level=1)
+    with db.connection() as conn:
+        tables = conn.execute("SELECT 'flush', count(*) FROM flush_series UNION ALL "
+                              "SELECT 'compacted', count(*) FROM block_series").fetchall()
+    assert dict(tables) == {"flush": 2, "compacted": 1}
+    rows = index.profile_rows(db, list(series_ids(db).values()), 0, 2**62)
+    assert sorted(zip(rows.block_id.tolist(), rows.total.tolist())) == [("flushed", 3), ("flushed", 4), ("hourly", 5)]
+    index.replace_blocks(db, [], ["flushed"])
+    assert index.profile_rows(db, list(series_ids(db).values()), 0, 2**62).block_id.tolist() == ["hourly"]
 
 
 def test_the_nearest_profile_is_found_across_blocks_and_at_the_ends_of_time(db: Database) -> None:

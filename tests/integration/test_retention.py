@@ -24,12 +24,13 @@ def store(tmp_path: Path) -> ObjectStore:
     return open_object_store(FilesystemConfig(str(tmp_path / "objects")))
 
 
-def stored_block(db: Database, store: ObjectStore, tenant: str, block_id: str, *times: int) -> str:
+def stored_block(db: Database, store: ObjectStore, tenant: str, block_id: str, *times: int, level: int = 1) -> str:
+    """A compacted block (level 1, indexed in the day partitions) or, with level 0, a flush block."""
     labels = {"service_name": "api", "__profile_type__": CPU}
     entries = [IndexEntry(7, labels, CPU, t, row, 1) for row, t in enumerate(times)]
-    key = f"{tenant}/blocks/0/{block_id}.parquet"
+    key = f"{tenant}/blocks/{level}/{block_id}.parquet"
     store.put(key, b"block")
-    index.commit_block(db, BlockRecord(block_id, tenant, key, min(times), max(times), 0, 5, len(times)), entries)
+    index.commit_block(db, BlockRecord(block_id, tenant, key, min(times), max(times), level, 5, len(times)), entries)
     return key
 
 
@@ -100,3 +101,13 @@ def test_an_expired_block_whose_rows_are_still_indexed_keeps_its_object(db, stor
     with db.connection() as conn:
         conn.execute("UPDATE blocks SET retired_at = now() - interval '2 hours'")
     assert delete_retired(db, store, grace_ns=3600 * 10**9) == [key]
+
+
+def test_an_expired_flush_block_leaves_the_flush_index_too(db: Database, store: ObjectStore) -> None:
+    stored_block(db, store, "t", "old-flush", NOW - 40 * DAY, level=0)
+    stored_block(db, store, "t", "new-flush", NOW - DAY, level=0)
+    result = expire(db, RetentionPolicy(default_ns=30 * DAY), NOW)
+    assert result.blocks == 1 and "flush_series" in result.partitions_trimmed
+    assert indexed_times(db, "t") == [NOW - DAY]
+    with db.connection() as conn:
+        assert conn.execute("SELECT block_id FROM flush_series").fetchall() == [("new-flush",)]

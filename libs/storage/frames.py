@@ -7,6 +7,7 @@ nodes are (parent node, frame); the tree is built level by level with numpy, one
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -110,6 +111,26 @@ def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         unique, inverse = np.unique(rows, axis=0, return_inverse=True)
         return unique, inverse.reshape(-1)
     return rows[first], inverse.reshape(-1)
+
+
+def row_codes(columns: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of the integer columns (first column most significant), its index among the distinct
+    rows in lexicographic order, and a row index of each distinct row. The columns are packed into
+    one int64 key (mixed radix over each column's range) when their ranges fit, so this is one 1-D
+    sort; else it is np.unique(axis=0)."""
+    columns = [np.asarray(c, np.int64) for c in columns]
+    if not len(columns[0]):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    key, radix = np.zeros(len(columns[0]), np.int64), 1
+    for c in columns:
+        low, span = int(c.min()), int(c.max()) - int(c.min()) + 1
+        radix *= span
+        if radix >= 2**62:
+            _, first, inverse = np.unique(np.stack(columns, axis=1), axis=0, return_index=True, return_inverse=True)
+            return inverse.reshape(-1), first
+        key = key * span + (c - low)
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    return inverse.reshape(-1), first
 
 
 def unique_ragged(heads: np.ndarray, offsets: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, np.ndarray,

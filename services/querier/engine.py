@@ -32,6 +32,7 @@ from flamewatch.querier.merging import (
 from flamewatch.querier.selection import Selection
 from flamewatch.rpc.errors import NotFoundError
 from flamewatch.storage import index
+from flamewatch.storage.frames import row_codes
 from flamewatch.storage.index import ProfileRows, Series
 from flamewatch.storage.postgres import Database
 
@@ -259,25 +260,22 @@ def _bucket_totals(rows: ProfileRows, group: np.ndarray, bucket: np.ndarray, n_g
     mean within the step summed across series."""
     values = rows.total.astype(np.float64)
     if gauge:
-        keys = np.stack([group, bucket, rows.series_id], axis=1)
-        uniq, inverse, counts = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
-        values = np.bincount(inverse.reshape(-1), weights=values) / counts
-        group, bucket = uniq[:, 0], uniq[:, 1]
-    keys = np.stack([group, bucket], axis=1)
-    # No rows: an empty int index, since bincount refuses the float array np.asarray([]) would be.
-    uniq, inverse = (np.unique(keys, axis=0, return_inverse=True) if len(keys)
-                     else (np.zeros((0, 2), np.int64), np.zeros(0, np.int64)))
-    sums = np.bincount(np.asarray(inverse).reshape(-1), weights=values, minlength=len(uniq))
-    return [(uniq[uniq[:, 0] == g, 1], sums[uniq[:, 0] == g]) for g in range(n_groups)]
+        code, first = row_codes([group, bucket, rows.series_id])
+        values = np.bincount(code, weights=values) / np.bincount(code)
+        group, bucket = group[first], bucket[first]
+    code, first = row_codes([group, bucket])
+    sums = np.bincount(code, weights=values, minlength=len(first))
+    groups, buckets = group[first], bucket[first]  # ascending by group, then step
+    bounds = np.searchsorted(groups, np.arange(n_groups + 1))
+    return [(buckets[lo:hi], sums[lo:hi]) for lo, hi in zip(bounds[:-1], bounds[1:])]
 
 
 def _step_gauge_weights(rows: ProfileRows, bucket: np.ndarray) -> np.ndarray:
     """Average over time within each step of each series: 1 / (profiles of the series in the step)."""
-    keys = np.stack([rows.series_id, bucket], axis=1)
-    if not len(keys):
+    if not len(rows):
         return np.zeros(0, np.float64)
-    _, inverse, counts = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
-    return 1.0 / counts[inverse.reshape(-1)]
+    code, _ = row_codes([rows.series_id, bucket])
+    return 1.0 / np.bincount(code)[code]
 
 
 def _grouped_points(names: Sequence[str], columns: Sequence[np.ndarray], bucket: np.ndarray, values: np.ndarray,
@@ -288,11 +286,11 @@ def _grouped_points(names: Sequence[str], columns: Sequence[np.ndarray], bucket:
         table, code = np.unique(np.asarray(column, object).astype(str), return_inverse=True)
         tables.append(table)
         codes.append(code.reshape(-1))
-    keys = np.stack([*codes, bucket], axis=1).astype(np.int64)
-    if not len(keys):
+    if not len(bucket):
         return []
-    unique, inverse = np.unique(keys, axis=0, return_inverse=True)
-    sums = np.bincount(inverse.reshape(-1), weights=values.astype(np.float64), minlength=len(unique))
+    inverse, first = row_codes([*codes, bucket])
+    unique = np.stack([*codes, bucket], axis=1).astype(np.int64)[first]
+    sums = np.bincount(inverse, weights=values.astype(np.float64), minlength=len(unique))
     starts = np.flatnonzero(np.r_[True, (unique[1:, :-1] != unique[:-1, :-1]).any(axis=1)])
     points = []
     for lo, hi in zip(starts, np.append(starts[1:], len(unique))):  # one step per output series

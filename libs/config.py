@@ -68,7 +68,7 @@ class IngesterConfig:
 class QuerierConfig:
     http_address: str = ":4200"
     grpc_address: str = ":4201"
-    cache_bytes: int = 2048 * MiB
+    cache_bytes: int = 512 * MiB  # with the disk cache behind it, memory holds the hot blocks only
     embedded_cache_bytes: ClassVar[int] = 256 * MiB  # `flamewatch all` shares a laptop with everything else
     fetch_concurrency: int = 8
     default_max_nodes: int = 2048

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -339,32 +339,42 @@ class BlockReader:
         return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
 
     def _group_lists(self, group: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(entry offsets, nodes, label sets, values) of one row group of profiles, decoded on first use."""
+        """(entry offsets, nodes, label sets, values) of one row group of profiles, decoded on first use
+        and kept (nodes and label sets as they are stored, int32)."""
         cache = self.__dict__.setdefault("_lists", {})
         if group not in cache:
             names = ["nodes", "values"] if self.version == 1 else ["nodes", "values", "labelsets"]
             table = self._file.read_row_group(self._sections["profiles"][group], columns=names).combine_chunks()
             nodes = table.column(0).chunk(0)
             offsets = nodes.offsets.to_numpy().astype(np.int64)
-            n = offsets[-1] - offsets[0]
-            sets = (table.column(2).chunk(0).flatten().to_numpy().astype(np.int64) if self.version >= 2
-                    else np.zeros(n, np.int64))
-            cache[group] = (offsets - offsets[0], nodes.flatten().to_numpy().astype(np.int64), sets,
+            sets = (table.column(2).chunk(0).flatten().to_numpy() if self.version >= 2
+                    else np.zeros(offsets[-1] - offsets[0], np.int32))
+            cache[group] = (offsets - offsets[0], nodes.flatten().to_numpy(), sets,
                             table.column(1).chunk(0).flatten().to_numpy())
         return cache[group]
+
+    @property
+    def decoded_bytes(self) -> int:
+        """Memory held by the profile entries decoded so far."""
+        decoded = tuple(self.__dict__.get("_lists", {}).values())  # a snapshot: queries may be adding to it
+        return sum(a.nbytes for lists in decoded for a in lists)
+
+    def entry_parts(self, rows: np.ndarray, weights: np.ndarray | None = None
+                    ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+        """`sample_entries` one row group at a time, so a caller that folds them keeps memory bounded."""
+        rows = np.asarray(rows, np.int64)
+        group = np.searchsorted(self._group_starts, rows, side="right") - 1
+        order = np.argsort(group, kind="stable")
+        bounds = np.flatnonzero(np.r_[True, group[order][1:] != group[order][:-1], True]) if len(rows) else [0]
+        for lo, hi in zip(bounds[:-1], bounds[1:]):
+            yield self._group_entries(int(group[order[lo]]), order[lo:hi], rows, weights)
 
     def sample_entries(self, rows: np.ndarray, weights: np.ndarray | None = None
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(owner, stack node, label set, self value) of every entry of the given profile rows, where
         owner is the entry's index into `rows`; values are float64 when weighted. Only the row groups
         holding the rows are decoded."""
-        rows = np.asarray(rows, np.int64)
-        starts = self._group_starts
-        group = np.searchsorted(starts, rows, side="right") - 1
-        order = np.argsort(group, kind="stable")
-        bounds = np.flatnonzero(np.r_[True, group[order][1:] != group[order][:-1], True]) if len(rows) else [0]
-        parts = [self._group_entries(int(group[order[lo]]), order[lo:hi], rows, weights)
-                 for lo, hi in zip(bounds[:-1], bounds[1:])]
+        parts = list(self.entry_parts(rows, weights))
         if not parts:
             empty = np.zeros(0, np.int64)
             return empty, empty, empty, np.zeros(0, np.int64 if weights is None else np.float64)

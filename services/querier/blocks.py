@@ -20,8 +20,9 @@ from flamewatch.querier.paths import PathIndex
 from flamewatch.storage.block import BlockReader
 from flamewatch.storage.errors import BlocksMissing, ObjectNotFound
 
-# Parsed columns take several times the compressed size; count that against the budget.
-_EXPANSION = 4
+# A block's symbols and stack tree, parsed, take a few times its compressed size; the profile entries
+# decoded for queries are counted as they are (see `LoadedBlock.memory_bytes`).
+_EXPANSION = 3
 
 
 class BlockSource(Protocol):
@@ -44,6 +45,10 @@ class LoadedBlock:
         r = self.reader
         return self._paths.map_tree(r.node_parent, r.node_depth, r.node_location, names)
 
+    def memory_bytes(self) -> int:
+        """What the block holds in memory now: it grows as queries decode more of its row groups."""
+        return self.reader.nbytes * _EXPANSION + self.reader.decoded_bytes
+
     def paths(self, granularity: str) -> np.ndarray:
         """Path id per stack node at "functions" or "lines" granularity."""
         if granularity == "functions":
@@ -61,11 +66,12 @@ class BlockCache:
         self._max_bytes = max_bytes
         self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="block-fetch")
         self._lru: OrderedDict[str, LoadedBlock] = OrderedDict()
-        self._bytes = 0
         self._lock = threading.Lock()
 
     def get_many(self, keys: Iterable[str]) -> dict[str, LoadedBlock]:
         keys = list(dict.fromkeys(keys))
+        with self._lock:
+            self._evict()  # what the last queries decoded counts now
         found = {k: b for k in keys if (b := self._cached(k)) is not None}
         wanted = [k for k in keys if k not in found]
         for key, block in zip(wanted, self._pool.map(self._load_if_stored, wanted)):
@@ -97,8 +103,13 @@ class BlockCache:
         with self._lock:
             if key not in self._lru:
                 self._lru[key] = block
-                self._bytes += reader.nbytes * _EXPANSION
-            while self._bytes > self._max_bytes and len(self._lru) > 1:
-                _, old = self._lru.popitem(last=False)
-                self._bytes -= old.reader.nbytes * _EXPANSION
+            self._evict()
         return block
+
+    def _evict(self) -> None:
+        """Drop the least recently used blocks until the rest fit the budget (the newest always stays)."""
+        sizes = {k: b.memory_bytes() for k, b in self._lru.items()}
+        total = sum(sizes.values())
+        while total > self._max_bytes and len(self._lru) > 1:
+            key, _ = self._lru.popitem(last=False)
+            total -= sizes[key]

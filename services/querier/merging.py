@@ -68,26 +68,29 @@ def _groups(blocks: BlockCache, r: Rows) -> Iterator[_Group]:
                      set_mask(block.reader, r.filters[row_filter[pick[0]]]))
 
 
-def _entries(g: _Group) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(row index within the group, node, label set, value) of the group's kept entries."""
-    owner, nodes, sets, values = g.block.reader.sample_entries(g.rows, g.weights)
-    if g.set_mask is None:
-        return owner, nodes, sets, values
-    keep = g.set_mask[sets]
-    return owner[keep], nodes[keep], sets[keep], values[keep]
+def _entries(g: _Group) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    """(row index within the group, node, label set, value) of the group's kept entries, one row group
+    of the block at a time."""
+    for owner, nodes, sets, values in g.block.reader.entry_parts(g.rows, g.weights):
+        if g.set_mask is None:
+            yield owner, nodes, sets, values
+        else:
+            keep = g.set_mask[sets]
+            yield owner[keep], nodes[keep], sets[keep], values[keep]
 
 
 def merge_blocks(blocks: BlockCache, keys: Mapping[str, str], block_id: np.ndarray, row: np.ndarray,
                  weights: np.ndarray | None, filters: Sequence[Filter] = ((),), row_filter: np.ndarray | None = None,
                  granularity: str = "functions") -> CallTree:
     """The call tree of the rows' kept samples, weighted by `weights[i]` (None: summed as they are),
-    keyed by function names or, with granularity "lines", by function, file and line."""
+    keyed by function names or, with granularity "lines", by function, file and line. Entries are
+    folded in one row group at a time, so memory stays bounded by a group, not the range."""
     merged = np.zeros(0, np.int64 if weights is None else np.float64)
     for g in _groups(blocks, Rows(keys, block_id, row, weights, filters, row_filter)):
-        _, nodes, _, values = _entries(g)
         node_paths = g.block.paths(granularity)  # may add paths, so the sum grows after it
         merged = _grown(merged, len(blocks.paths))
-        np.add.at(merged, node_paths[nodes], values)
+        for _, nodes, _, values in _entries(g):
+            np.add.at(merged, node_paths[nodes], values)
     return blocks.paths.tree(_grown(merged, len(blocks.paths)))
 
 
@@ -121,11 +124,11 @@ def sample_values(blocks: BlockCache, r: Rows, names: Sequence[str]) -> tuple[np
     absent) and its value (weighted when weights are given)."""
     owners, labels, values = [], [[] for _ in names], []
     for g in _groups(blocks, r):
-        owner, _, sets, vals = _entries(g)
-        owners.append(g.pick[owner])
-        values.append(vals)
-        for out, name in zip(labels, names):
-            out.append(g.block.reader.sample_label_values(name)[sets])
+        for owner, _, sets, vals in _entries(g):
+            owners.append(g.pick[owner])
+            values.append(vals)
+            for out, name in zip(labels, names):
+                out.append(g.block.reader.sample_label_values(name)[sets])
     empty = np.zeros(0, np.int64)
     return (np.concatenate(owners) if owners else empty,
             [np.concatenate(v) if v else np.zeros(0, object) for v in labels],
@@ -136,8 +139,7 @@ def used_sample_labels(blocks: BlockCache, r: Rows, name: str | None) -> set[str
     """The sample label names the rows' kept samples carry or, given `name`, that label's values."""
     found: set[str] = set()
     for g in _groups(blocks, r):
-        _, _, sets, _ = _entries(g)
-        sets = np.unique(sets)
+        sets = np.unique(np.concatenate([s for _, _, s, _ in _entries(g)] or [np.zeros(0, np.int64)]))
         if name is None:
             found.update(g.block.reader.sample_label_names(sets).tolist())
         else:
@@ -150,6 +152,6 @@ def rows_with_samples(blocks: BlockCache, r: Rows) -> np.ndarray:
     """Per row: whether any of its samples is kept by its filter."""
     found = np.zeros(len(r.row), bool)
     for g in _groups(blocks, r):
-        owner, _, _, _ = _entries(g)
-        found[g.pick[np.unique(owner)]] = True
+        for owner, _, _, _ in _entries(g):
+            found[g.pick[np.unique(owner)]] = True
     return found

@@ -163,12 +163,17 @@ class Stack:
 
     def index_bytes(self) -> int:
         """Postgres's size of the index tables, partitions, indexes and TOAST included."""
+        return sum(self.index_table_bytes().values())
+
+    def index_table_bytes(self) -> dict[str, int]:
+        """The same per table, a partitioned table's partitions added up."""
         with psycopg.connect(self.dsn) as conn:
-            return int(conn.execute(
-                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+            rows = conn.execute(
+                "SELECT coalesce(p.relname, c.relname), sum(pg_total_relation_size(c.oid)) FROM pg_class c "
                 "LEFT JOIN pg_inherits i ON i.inhrelid = c.oid LEFT JOIN pg_class p ON p.oid = i.inhparent "
-                "WHERE c.relkind = 'r' AND (c.relname = ANY(%s) OR p.relname = ANY(%s))",
-                (list(INDEX_TABLES), list(INDEX_TABLES))).fetchone()[0])
+                "WHERE c.relkind = 'r' AND (c.relname = ANY(%s) OR p.relname = ANY(%s)) GROUP BY 1",
+                (list(INDEX_TABLES), list(INDEX_TABLES))).fetchall()
+        return {name: int(size) for name, size in rows}
 
     def live_blocks(self, before_ns: int) -> dict[int, int]:
         """Live blocks per level among those that end before `before_ns`."""

@@ -224,6 +224,10 @@ def compact(run: Run) -> None:
     objects, count, retired = stack.live_object_bytes()
     growth = stack.index_bytes() - run.index_before
     gz, typed = run.loaded.gzipped, run.loaded.typed
+    tables = stack.index_table_bytes()
+    run.detail("Postgres after compaction, per table (indexes and TOAST included): "
+               + ", ".join(f"{name} {size / MiB:.2f} MiB ({size / typed:.1f} bytes per typed profile)"
+                           for name, size in sorted(tables.items())))
     share = (objects + growth) / gz
     run.detail(f"after compaction: {count} live objects, {objects / MiB:.1f} MiB ({100 * objects / gz:.1f} %), "
                f"{retired / MiB:.1f} MiB of retired objects awaiting deletion (not counted); Postgres grew "

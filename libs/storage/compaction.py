@@ -35,7 +35,7 @@ from flamewatch.storage.block import BlockReader, compact, series_order
 from flamewatch.storage.index import BlockRecord, ProfileRows
 from flamewatch.storage.keys import LEVEL_DAY, LEVEL_FLUSH, LEVEL_HOUR, block_key
 from flamewatch.storage.objstore import ObjectStore
-from flamewatch.storage.postgres import Database, partition_name, try_lock, utc_day, vacuum
+from flamewatch.storage.postgres import Database, partition_name, truncate_if_empty, try_lock, utc_day, vacuum
 
 log = logging.getLogger(__name__)
 
@@ -87,10 +87,11 @@ def compact_tenant(db: Database, store: ObjectStore, tenant: str, now_ns: int,
 
 
 def _reclaim(db: Database, done: Sequence[Compacted]) -> None:
-    """Give back the space of the index rows the jobs deleted: the flush index is vacuumed (its space
-    is reused by the next flushes, and a wholly dead tail is returned), and each day partition whose
-    hour blocks became a day block is rewritten, so an ended day keeps only its few live rows."""
-    if any(job.level == LEVEL_HOUR for job in done):
+    """Give back the space of the index rows the jobs deleted: the flush index is emptied when no flush
+    block awaits compaction, else vacuumed (its space is reused by the next flushes), and each day
+    partition whose hour blocks became a day block is rewritten, so an ended day keeps only its few
+    live rows."""
+    if any(job.level == LEVEL_HOUR for job in done) and not truncate_if_empty(db, "flush_series"):
         vacuum(db, "flush_series")
     days = {_start_of(r.min_time, DAY_NS) for job in done if job.level == LEVEL_DAY for r in job.outputs}
     for day in sorted(days):

@@ -436,6 +436,26 @@ def vacuum(db: Database, table: str, full: bool = False, lock_timeout_s: float =
     return True
 
 
+def truncate_if_empty(db: Database, table: str, lock_timeout_s: float = 2.0) -> bool:
+    """TRUNCATE a table that holds no live row, returning its pages and its indexes' pages at once
+    (VACUUM leaves index pages allocated); the lock held meanwhile keeps writers out, and is waited for
+    at most `lock_timeout_s`. Returns whether it truncated."""
+    name = sql.Identifier(table)
+    with db.connection() as conn:
+        try:
+            with conn.transaction():
+                timeout = sql.Literal(f"{int(lock_timeout_s * 1000)}ms")
+                conn.execute(sql.SQL("SET LOCAL lock_timeout = {}").format(timeout))
+                conn.execute(sql.SQL("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE").format(name))
+                if conn.execute(sql.SQL("SELECT EXISTS (SELECT 1 FROM {})").format(name)).fetchone()[0]:
+                    return False
+                conn.execute(sql.SQL("TRUNCATE {}").format(name))
+        except psycopg.errors.LockNotAvailable:
+            logger.info("truncating %s skipped: the table was busy", table)
+            return False
+    return True
+
+
 def forget_partition(conn: psycopg.Connection, name: str) -> None:
     """Tell the cache of known partitions that `name` was dropped."""
     _known_partitions.discard((_database_identity(conn), name))

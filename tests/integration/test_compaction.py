@@ -185,8 +185,8 @@ def test_compaction_gives_back_the_space_of_the_index_rows_it_replaced(db, store
     assert live_levels(db) == [2]
     sizes = _sizes(db)
     with db.connection() as conn:
-        flush_pages = conn.execute("SELECT pg_relation_size('flush_series')").fetchone()[0]
-    assert flush_pages == 0  # every flush row is gone and VACUUM returned the emptied pages
+        flush_bytes = conn.execute("SELECT pg_total_relation_size('flush_series')").fetchone()[0]
+    assert flush_bytes <= 3 * 8192  # emptied: what is left is the metapage of each index (its TOAST's too)
     day_partition = next(name for name in sizes if name.startswith("block_series_"))
     with db.connection() as conn:
         conn.autocommit = True

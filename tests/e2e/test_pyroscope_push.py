@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -21,10 +22,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
+import httpx
 import pytest
 from e2e.calls import CPU, TIMEOUT_S, grpc_error, metadata, rest, settled, stored_state, tenant_header
-from e2e.cluster import Cluster, Storage
+from e2e.cluster import FLAMEWATCH, Cluster, Storage
 from e2e.pushes import WORKLOAD_FUNCTIONS
+from infra.ports import free_port
+from infra.waiting import answers, wait_for
 
 from flamewatch.api.push.v1 import push_pb2, push_pb2_grpc
 from flamewatch.api.querier.v1 import querier_pb2
@@ -120,6 +124,30 @@ def test_the_python_sdk_pushes_its_hot_function_and_the_label_methods_see_it(pyr
     full = _query(pyro, "Series", {"matchers": [selector], **window}, tenant)["labelsSet"]
     assert [{p["name"]: p["value"] for p in s["labels"]} for s in full] == rest(
         pyro, "/series", tenant, {"match[]": selector, **rest_window})["data"]
+
+
+def test_flamewatch_all_serves_push_and_the_label_methods_on_its_one_http_port(tmp_path: Path):
+    port = free_port()
+    url, log = f"http://127.0.0.1:{port}", tmp_path / "all.log"
+    with log.open("ab") as out:
+        process = subprocess.Popen([str(FLAMEWATCH), "all", "--http-address", f"127.0.0.1:{port}",
+                                    "--grpc-address", f"127.0.0.1:{free_port()}"], cwd=tmp_path, stdout=out,
+                                   stderr=subprocess.STDOUT)
+    try:
+        wait_for(lambda: answers(f"{url}/readyz"), 90, "flamewatch all", log, process)
+        run = subprocess.run([sys.executable, str(SDK_PROGRAM), url, "all-sdk", "3"], capture_output=True,
+                             text=True, timeout=120)
+        assert run.returncode == 0 and "failed" not in run.stderr, run.stdout + run.stderr
+
+        def sdk_values() -> list[str]:
+            r = httpx.post(f"{url}/querier.v1.QuerierService/LabelValues", json={"name": "service_name"})
+            assert r.status_code == 200, r.text
+            return r.json().get("names", [])
+
+        wait_for(lambda: "all-sdk" in sdk_values(), 30, "the SDK's series over Connect", log, process)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(60) == 0, log.read_text()
 
 
 # ------------------------------------------------------------------------------------------- push

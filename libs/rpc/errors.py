@@ -2,7 +2,9 @@
 
     ValueError                        bad request                  INVALID_ARGUMENT  400
     ├── PprofError / LabelError / TimeParseError ...
-    └── LimitExceeded                 larger than a limit          RESOURCE_EXHAUSTED 413
+    ├── LimitExceeded                 larger than a limit          RESOURCE_EXHAUSTED 413
+    ├── UnprocessableError            a body that is no profile    INVALID_ARGUMENT  422
+    └── UnsupportedFormatError        a format we do not read      INVALID_ARGUMENT  415
     NotFoundError                     nothing by that name         NOT_FOUND         404
     StorageUnavailable                a backend is down            UNAVAILABLE       503
     └── StorageFull                   a disk is full               UNAVAILABLE       503
@@ -33,6 +35,15 @@ class NotFoundError(LookupError):
     """The request names something that does not exist."""
 
 
+class UnprocessableError(ValueError):
+    """The request's metadata is fine but its body cannot be read as a profile (protocols whose
+    clients tell this apart from bad metadata, such as the Pyroscope SDKs' /ingest)."""
+
+
+class UnsupportedFormatError(ValueError):
+    """The body is in a profile format Flamewatch does not read (for example Java's JFR)."""
+
+
 @dataclass(frozen=True)
 class Status:
     grpc_code: grpc.StatusCode
@@ -41,6 +52,8 @@ class Status:
 
 _TABLE: list[tuple[type[BaseException], Status]] = [
     (LimitExceeded, Status(grpc.StatusCode.RESOURCE_EXHAUSTED, 413)),
+    (UnprocessableError, Status(grpc.StatusCode.INVALID_ARGUMENT, 422)),
+    (UnsupportedFormatError, Status(grpc.StatusCode.INVALID_ARGUMENT, 415)),
     (ValueError, Status(grpc.StatusCode.INVALID_ARGUMENT, 400)),
     (NotFoundError, Status(grpc.StatusCode.NOT_FOUND, 404)),
     (StorageUnavailable, Status(grpc.StatusCode.UNAVAILABLE, 503)),

@@ -226,11 +226,12 @@ def parse_span(start: str | None, end: str | None) -> tuple[int, int] | None:
 
 
 def parse_sample_rate(text: str | None) -> int | None:
-    if text is None or text == "":
+    """Samples per second, None when not given; pyroscope-go sends 0 for its non-CPU uploads."""
+    if not text:
         return None
-    if not text.isdigit() or int(text) == 0:
-        raise ValueError(f'sampleRate="{text}": expected a positive whole number of samples per second')
-    return int(text)
+    if not text.isascii() or not text.isdigit():
+        raise ValueError(f'sampleRate="{text}": expected a whole number of samples per second')
+    return int(text) or None
 
 
 def parse_sample_type_config(raw: bytes | None) -> dict[str, SampleTypeConfig]:

@@ -125,7 +125,7 @@ _PYROSCOPE_PARAMETERS = [
     ("format", "Pyroscope SDK form: pprof (raw body, or a multipart form); jfr and the other Pyroscope formats "
      "answer 415"),
     ("spyName", "Pyroscope SDK form: the profiler, kept as the pyroscope_spy label"),
-    ("sampleRate", "Pyroscope SDK form: samples per second, a positive whole number"),
+    ("sampleRate", "Pyroscope SDK form: samples per second, a whole number (0: not given)"),
     ("units", "Pyroscope SDK form: accepted and ignored (the pprof names its units)"),
     ("aggregationType", "Pyroscope SDK form: accepted and ignored (the sample type decides)"),
 ]

@@ -1,6 +1,7 @@
 // Command gosdk is a program profiled by the Pyroscope Go SDK (github.com/grafana/pyroscope-go): it burns
-// CPU in one named function and allocates memory in another while the SDK pushes its CPU and memory
-// profiles to a server's /ingest, then flushes the last profiles and exits.
+// CPU in one named function, allocates memory in another, and waits on a contended mutex and on a
+// channel in two more, while the SDK pushes its CPU, memory, goroutine, mutex and block profiles to a
+// server's /ingest; then it flushes the last profiles and exits.
 //
 // It prints every SDK error and "sdk errors: N" at the end, and exits 1 when N > 0, so a test learns
 // whether the server accepted every upload.
@@ -10,7 +11,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -36,6 +39,8 @@ func main() {
 	upload := flag.Duration("upload-rate", time.Second, "how often the SDK uploads")
 	flag.Parse()
 
+	runtime.SetMutexProfileFraction(1)
+	runtime.SetBlockProfileRate(1)
 	logger := &sdkLogger{}
 	profiler, err := pyroscope.Start(pyroscope.Config{
 		ApplicationName: *app,
@@ -46,7 +51,9 @@ func main() {
 		Logger:          logger,
 		ProfileTypes: []pyroscope.ProfileType{
 			pyroscope.ProfileCPU, pyroscope.ProfileAllocObjects, pyroscope.ProfileAllocSpace,
-			pyroscope.ProfileInuseObjects, pyroscope.ProfileInuseSpace,
+			pyroscope.ProfileInuseObjects, pyroscope.ProfileInuseSpace, pyroscope.ProfileGoroutines,
+			pyroscope.ProfileMutexCount, pyroscope.ProfileMutexDuration, pyroscope.ProfileBlockCount,
+			pyroscope.ProfileBlockDuration,
 		},
 	})
 	if err != nil {
@@ -72,9 +79,22 @@ func parseTags(text string) map[string]string {
 	return tags
 }
 
-// work alternates the two hot functions until the time is up.
+// work alternates the CPU and memory hot functions until the time is up, while two goroutines
+// contend for a mutex and one waits on a channel.
 func work(d time.Duration) {
 	deadline := time.Now().Add(d)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ticks := make(chan int)
+	for i := 0; i < 2; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); flamewatchSDKContend(&mu, stop) }()
+	}
+	wg.Add(2)
+	go func() { defer wg.Done(); flamewatchSDKWait(ticks, stop) }()
+	go func() { defer wg.Done(); tick(ticks, stop) }()
+	defer func() { close(stop); wg.Wait() }()
 	for time.Now().Before(deadline) {
 		sink += flamewatchSDKHotLoop(20 * time.Millisecond)
 		kept = append(kept, flamewatchSDKAllocate(64))
@@ -111,4 +131,41 @@ func flamewatchSDKAllocate(n int) []byte {
 		last[0] = byte(i)
 	}
 	return last
+}
+
+// flamewatchSDKContend holds a mutex another goroutine wants: the function a test looks for in the
+// mutex profile (the unlock that made others wait).
+func flamewatchSDKContend(mu *sync.Mutex, stop <-chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		mu.Lock()
+		time.Sleep(time.Millisecond)
+		mu.Unlock()
+	}
+}
+
+// flamewatchSDKWait blocks on a channel: the function a test looks for in the block profile.
+func flamewatchSDKWait(ticks <-chan int, stop <-chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			return
+		case <-ticks:
+		}
+	}
+}
+
+func tick(ticks chan<- int, stop <-chan struct{}) {
+	for i := 0; ; i++ {
+		time.Sleep(5 * time.Millisecond)
+		select {
+		case <-stop:
+			return
+		case ticks <- i:
+		}
+	}
 }

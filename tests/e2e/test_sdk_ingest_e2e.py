@@ -28,6 +28,12 @@ TENANT = "sdk"
 CPU = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
 ALLOC = "memory:alloc_space:bytes:space:bytes"
 HOT, ALLOCATOR = "main.flamewatchSDKHotLoop", "main.flamewatchSDKAllocate"
+# The SDK's uploads of contention profiles differ only in their sample_type_config display names.
+CONTENTION = {"mutex:delay:nanoseconds:contentions:count": "main.flamewatchSDKContend",
+              "mutex:contentions:count:contentions:count": "main.flamewatchSDKContend",
+              "block:delay:nanoseconds:contentions:count": "main.flamewatchSDKWait",
+              "block:contentions:count:contentions:count": "main.flamewatchSDKWait"}
+GOROUTINE = "goroutine:goroutine:count:goroutine:count"
 SDK_RUN_S = 4
 
 
@@ -77,6 +83,19 @@ def test_go_sdk_profiles_reach_the_flamegraph(sdk_cluster: Cluster, go_sdk_run: 
 
     memory = query(sdk_cluster, f'{ALLOC}{{service_name="{APP}"}}', "top")["top"]["entries"]
     assert ALLOCATOR in {e["name"] for e in memory}
+
+
+def test_go_sdk_goroutine_mutex_and_block_profiles_are_named_apart(sdk_cluster: Cluster, go_sdk_run: str):
+    def stored_types():
+        types = {t["id"] for t in rest(sdk_cluster, "/profile_types", TENANT, {"from": "now-10m"})["data"]}
+        return types if {GOROUTINE, *CONTENTION} <= types else None
+
+    wait_for(stored_types, 20, "the SDK's goroutine, mutex and block profiles")
+    for type_id, function in CONTENTION.items():
+        entries = query(sdk_cluster, f'{type_id}{{service_name="{APP}"}}', "top")["top"]["entries"]
+        assert function in {e["name"] for e in entries}, f"{function} not in {type_id}: {entries[:10]}"
+    entries = query(sdk_cluster, f'{GOROUTINE}{{service_name="{APP}"}}', "top")["top"]["entries"]
+    assert "main.flamewatchSDKWait" in {e["name"] for e in entries}
 
 
 def test_go_sdk_name_becomes_labels(sdk_cluster: Cluster, go_sdk_run: str):

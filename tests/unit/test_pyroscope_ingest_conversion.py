@@ -157,10 +157,11 @@ def test_bad_times_and_sample_rates_name_the_parameter():
         parse_span("yesterday", "now")
     with pytest.raises(ValueError, match="^until: "):
         parse_span("now", "later")
-    for text in ("fast", "-1", "0", "1.5"):
+    for text in ("fast", "-1", "1.5", "１"):
         with pytest.raises(ValueError, match=f'sampleRate="{text}"'):
             parse_sample_rate(text)
     assert parse_sample_rate("100") == 100
+    assert parse_sample_rate("0") is None  # pyroscope-go's mutex, block and goroutine uploads
     assert parse_sample_rate(None) is None
 
 

@@ -287,17 +287,23 @@ def read_body(fmt: str | None, content_type: str | None, body: bytes) -> dict[st
 
 
 def parse_form(content_type: str, body: bytes) -> dict[str, bytes]:
-    """The fields of a multipart/form-data body; UnprocessableError when it is not one."""
+    """The fields of a multipart/form-data body; UnprocessableError when it is not one.
+
+    Parts are found with `bytes.find` and each field copied out once: a 16 MiB form costs one copy."""
     boundary = _boundary(content_type)
-    delimiter = b"--" + boundary
-    start = 0 if body.startswith(delimiter) else body.find(b"\r\n" + delimiter) + 2
-    if start == 1:
+    delimiter = b"\r\n--" + boundary  # the line break before a boundary belongs to the delimiter
+    pos = 0 if body.startswith(delimiter[2:]) else body.find(delimiter) + 2
+    if pos == 1:
         raise UnprocessableError(f'multipart form: the boundary "{boundary.decode("latin-1")}" is not in the body')
-    chunks = body[start + len(delimiter):].split(b"\r\n" + delimiter)
-    closing = next((i for i, chunk in enumerate(chunks) if chunk.startswith(b"--")), None)
-    if closing is None:
-        raise UnprocessableError("multipart form: no closing boundary; the body is cut short")
-    fields = dict(_form_part(chunk) for chunk in chunks[:closing])
+    pos += len(delimiter) - 2
+    fields: dict[str, bytes] = {}
+    while not body.startswith(b"--", pos):
+        end = body.find(delimiter, pos)
+        if end < 0:
+            raise UnprocessableError("multipart form: no closing boundary; the body is cut short")
+        name, value = _form_part(body, pos, end)
+        fields[name] = value
+        pos = end + len(delimiter)
     if not fields.get("profile"):
         raise UnprocessableError("multipart form: no profile field (expected profile, and optionally "
                                  "sample_type_config)")
@@ -311,14 +317,14 @@ def _boundary(content_type: str) -> bytes:
     return (match.group(1) or match.group(2)).encode("latin-1")
 
 
-def _form_part(part: bytes) -> tuple[str, bytes]:
-    """(field name, content) of one part: the bytes after the delimiter up to the next one."""
-    if not part.startswith(b"\r\n"):
+def _form_part(body: bytes, start: int, end: int) -> tuple[str, bytes]:
+    """(field name, content) of the part between a boundary at `start` and the next delimiter at `end`."""
+    if not body.startswith(b"\r\n", start):
         raise UnprocessableError("multipart form: a boundary is not followed by a line break")
-    head, sep, content = part[2:].partition(b"\r\n\r\n")
-    if not sep:
+    head_end = body.find(b"\r\n\r\n", start, end)
+    if head_end < 0:
         raise UnprocessableError("multipart form: a part has no blank line after its headers")
-    match = re.search(rb'content-disposition:[^\r\n]*?;\s*name="([^"]*)"', head, re.IGNORECASE)
+    match = re.search(rb'content-disposition:[^\r\n]*?;\s*name="([^"]*)"', body[start:head_end], re.IGNORECASE)
     if not match:
         raise UnprocessableError("multipart form: a part has no Content-Disposition name")
-    return match.group(1).decode("utf-8", "replace"), content
+    return match.group(1).decode("utf-8", "replace"), body[head_end + 4:end]

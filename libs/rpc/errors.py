@@ -4,6 +4,8 @@
     ValueError                        bad request                  INVALID_ARGUMENT  400   400
     ├── PprofError / LabelError / TimeParseError ...
     ├── UnsupportedMediaTypeError     a body type we do not read   INVALID_ARGUMENT  415   415
+    ├── UnprocessableError            a body that is no profile    INVALID_ARGUMENT  422   400
+    ├── UnsupportedFormatError        a format we do not read      INVALID_ARGUMENT  415   400
     └── LimitExceeded                 larger than a limit          RESOURCE_EXHAUSTED 413  429
     NotFoundError                     nothing by that name         NOT_FOUND         404   404
     UnimplementedError                a method or encoding we lack UNIMPLEMENTED     501   501
@@ -58,6 +60,15 @@ class DeadlineExceededError(TimeoutError):
     """The deadline the client set passed before the answer was ready."""
 
 
+class UnprocessableError(ValueError):
+    """The request's metadata is fine but its body cannot be read as a profile (protocols whose
+    clients tell this apart from bad metadata, such as the Pyroscope SDKs' /ingest)."""
+
+
+class UnsupportedFormatError(ValueError):
+    """The body is in a profile format Flamewatch does not read (for example Java's JFR)."""
+
+
 @dataclass(frozen=True)
 class Status:
     grpc_code: grpc.StatusCode
@@ -67,6 +78,8 @@ class Status:
 _TABLE: list[tuple[type[BaseException], Status]] = [
     (LimitExceeded, Status(grpc.StatusCode.RESOURCE_EXHAUSTED, 413)),
     (UnsupportedMediaTypeError, Status(grpc.StatusCode.INVALID_ARGUMENT, 415)),
+    (UnprocessableError, Status(grpc.StatusCode.INVALID_ARGUMENT, 422)),
+    (UnsupportedFormatError, Status(grpc.StatusCode.INVALID_ARGUMENT, 415)),
     (ValueError, Status(grpc.StatusCode.INVALID_ARGUMENT, 400)),
     (NotFoundError, Status(grpc.StatusCode.NOT_FOUND, 404)),
     (UnknownMethodError, Status(grpc.StatusCode.UNIMPLEMENTED, 404)),

@@ -27,22 +27,24 @@ class Prepared:
 
 
 def prepare(labels: dict[str, str], raw: bytes, limits: IngestLimits, now_ns: int,
-            name_hint: str | None = None) -> Prepared:
-    """`name_hint` (for example from a file name) only chooses between names the content allows."""
+            name_hint: str | None = None, span: tuple[int, int] | None = None) -> Prepared:
+    """`name_hint` (for example from a file name) only chooses between names the content allows;
+    `span` (start, end in ns, as a push protocol may send them) dates a pprof that has no time."""
     if len(raw) > limits.max_compressed_bytes:
         raise LimitExceeded(f"profile is {len(raw)} bytes, the limit is {limits.max_compressed_bytes}")
     data = decompress(raw, limits.max_decompressed_bytes)
     profile = decode(data, limits.max_decompressed_bytes)
     validate(profile, limits.profile_limits())
     base = {SERVICE_LABEL: DEFAULT_SERVICE, **labels}
-    time_ns = profile.time_nanos or now_ns
+    time_ns = profile.time_nanos or (span[0] if span else now_ns)
+    duration_ns = profile.duration_nanos or (span[1] - span[0] if span else 0)
     entries = []
     digest = hashlib.blake2b(data, digest_size=16).digest()
     for column, typed in enumerate(split(profile, base.get(NAME_LABEL), name_hint)):
         series = {**base, NAME_LABEL: typed.profile_type.name, TYPE_LABEL: typed.profile_type.id}
         validate_labels(series, max_labels=limits.max_labels, max_name_length=limits.max_label_name_length,
                         max_value_length=limits.max_label_value_length)
-        entries.append(BlockEntry(series, fingerprint(series), typed, time_ns, profile.duration_nanos,
+        entries.append(BlockEntry(series, fingerprint(series), typed, time_ns, duration_ns,
                                   content_hash(digest, column)))
     return Prepared(entries, len(data))
 

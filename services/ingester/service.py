@@ -1,7 +1,8 @@
 """The ingester: validate pushes, batch them into blocks, acknowledge once durable.
 
-Inputs: gRPC IngestService.Push and HTTP POST /ingest (a pprof body, labels as query parameters);
-Pyroscope's push.v1.PusherService/Push over gRPC and Connect (`pyroscope.py`).
+Inputs: gRPC IngestService.Push and HTTP POST /ingest, in our form (a pprof body, labels as query
+parameters) or the Pyroscope SDKs' (`name=app{k=v}`; converted in `pyroscope_ingest`); Pyroscope's
+push.v1.PusherService/Push over gRPC and Connect (`pyroscope.py`).
 Outputs: block objects in the object store and their index rows in Postgres.
 """
 
@@ -18,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from flamewatch.api.flamewatch.v1 import ingest_pb2, ingest_pb2_grpc
 from flamewatch.config import IngesterConfig
-from flamewatch.ingester import pyroscope
+from flamewatch.ingester import pyroscope, pyroscope_ingest
 from flamewatch.ingester.batcher import Batcher
 from flamewatch.ingester.compactor import Maintenance
 from flamewatch.ingester.prepare import Prepared, prepare
@@ -61,9 +62,11 @@ class Ingester:
             loop.cancel()
         await self._batcher.close()
 
-    async def push(self, tenant: str, series: Series, name_hint: str | None = None) -> tuple[int, int]:
-        """Store every profile of the push or none; returns (typed profiles, bytes) once durable."""
-        prepared = await asyncio.to_thread(self._prepare_all, series, name_hint)
+    async def push(self, tenant: str, series: Series, name_hint: str | None = None,
+                   span: tuple[int, int] | None = None) -> tuple[int, int]:
+        """Store every profile of the push or none; returns (typed profiles, bytes) once durable.
+        `span` (start, end ns) dates the pprofs that carry no time of their own."""
+        prepared = await asyncio.to_thread(self._prepare_all, series, name_hint, span)
         entries = [e for p in prepared for e in p.entries]
         nbytes = sum(p.nbytes for p in prepared)
         await self._batcher.submit(tenant, entries, nbytes)
@@ -71,14 +74,14 @@ class Ingester:
         BYTES.labels(tenant).inc(nbytes)
         return len(entries), nbytes
 
-    def _prepare_all(self, series: Series, name_hint: str | None) -> list[Prepared]:
+    def _prepare_all(self, series: Series, name_hint: str | None, span: tuple[int, int] | None) -> list[Prepared]:
         self._db.check_available()  # while Postgres is down, refuse at once rather than after the flush
         now = time.time_ns()
         out = []
         for labels, samples in series:
             for client_id, raw in samples:
                 try:
-                    out.append(prepare(labels, raw, self.config.limits, now, name_hint))
+                    out.append(prepare(labels, raw, self.config.limits, now, name_hint, span))
                 except ValueError as exc:
                     REJECTED.labels(type(exc).__name__).inc()
                     raise type(exc)(f"{client_id}: {exc}" if client_id else str(exc)) from exc
@@ -114,27 +117,63 @@ class IngestAnswer(BaseModel):
 
 
 # The body is read as a stream (to stop at the size limit), so FastAPI cannot see it: declare it here.
+_PYROSCOPE_PARAMETERS = [
+    ("name", "Pyroscope SDK form: `app{k=v,...}`, optionally `app.cpu{...}` (a type suffix); the application "
+     "becomes service_name, the tags labels (\".\" in a tag name becomes \"_\"). Its presence selects this form."),
+    ("from", "Pyroscope SDK form: start of the profile (epoch s/ms/us/ns by size, RFC 3339, now-1h), used when "
+     "the pprof has no time"),
+    ("until", "Pyroscope SDK form: end of the profile, as from"),
+    ("format", "Pyroscope SDK form: pprof (raw body, or a multipart form); jfr and the other Pyroscope formats "
+     "answer 415"),
+    ("spyName", "Pyroscope SDK form: the profiler, kept as the pyroscope_spy label"),
+    ("sampleRate", "Pyroscope SDK form: samples per second, a whole number (0: not given)"),
+    ("units", "Pyroscope SDK form: accepted and ignored (the pprof names its units)"),
+    ("aggregationType", "Pyroscope SDK form: accepted and ignored (the sample type decides)"),
+]
 _INGEST_OPENAPI = {
-    "requestBody": {"required": True, "description": "a pprof profile, gzip-compressed or raw", "content": {
-        "application/octet-stream": {"schema": {"type": "string", "format": "binary", "minLength": 1}}}},
+    "requestBody": {"required": True, "description": "a pprof profile, gzip-compressed or raw; in the Pyroscope "
+                    "SDK form also a multipart form", "content": {
+        "application/octet-stream": {"schema": {"type": "string", "format": "binary", "minLength": 1}},
+        "multipart/form-data": {"schema": {"type": "object", "required": ["profile"], "properties": {
+            "profile": {"type": "string", "format": "binary", "description": "the pprof, gzip or raw"},
+            "sample_type_config": {"type": "string", "format": "binary", "description":
+                                   "JSON: sample type -> {units, aggregation, display-name, sampled, cumulative}"},
+            "prev_profile": {"type": "string", "format": "binary",
+                             "description": "sent by old SDKs only; answered 422 (update the SDK)"}}}}}},
     "parameters": [{"name": "X-Scope-OrgID", "in": "header", "required": False, "description": TENANT_DESCRIPTION,
-                    "schema": TENANT_HEADER_SCHEMA}],
+                    "schema": TENANT_HEADER_SCHEMA},
+                   *({"name": name, "in": "query", "required": False, "description": text,
+                      "schema": {"type": "string"}} for name, text in _PYROSCOPE_PARAMETERS)],
 }
+_INGEST_DESCRIPTION = """Two forms share this path.
+
+Our own: the body is one pprof (gzip or raw); every query parameter becomes a series label, `__name__`
+names the profile (process_cpu, memory, ...).
+
+The Pyroscope SDKs' (pyroscope-go and the SDKs sharing its upload code), chosen by a `name` parameter:
+`name=app.cpu{k=v}&from=...&until=...&format=pprof&spyName=...&sampleRate=...`, the pprof as the body
+or as the `profile` field of a multipart form with `sample_type_config`. Answers: 400 bad metadata (a
+bad `name=`, time, sampleRate or sample_type_config, an unknown format), 413 over a size limit, 415 a
+format other than pprof (jfr, ...), 422 a body that is not a profile (malformed multipart or pprof).
+Every parameter other than these is ignored in this form."""
 
 
 def http_router(ingester: Ingester) -> APIRouter:
     router = APIRouter(responses=ERROR_RESPONSES)
 
-    @router.post("/ingest", summary="Push one pprof profile (gzip or raw) as the request body; "
-                 "every query parameter becomes a series label", response_model=IngestAnswer,
+    @router.post("/ingest", summary="Push one pprof profile, in our form (query parameters are labels) or the "
+                 "Pyroscope SDKs' (name=app{k=v})", description=_INGEST_DESCRIPTION, response_model=IngestAnswer,
                  openapi_extra=_INGEST_OPENAPI)
     async def ingest(request: Request) -> dict:
         tenant = resolve_tenant(request.headers.get(HEADER))
-        labels = dict(request.query_params)
         body = await _read_body(request, ingester.config.limits.max_compressed_bytes)
-        file_name = request.headers.get(FILE_NAME_HEADER)
-        profiles, nbytes = await ingester.push(tenant, [(labels, [("", body)])],
-                                               hint_from_file_name(file_name) if file_name else None)
+        if pyroscope_ingest.is_pyroscope_request(request.query_params):
+            profiles, nbytes = await pyroscope_ingest.ingest(ingester.push, tenant, request.query_params,
+                                                             request.headers.get("content-type"), body)
+        else:
+            file_name = request.headers.get(FILE_NAME_HEADER)
+            profiles, nbytes = await ingester.push(tenant, [(dict(request.query_params), [("", body)])],
+                                                   hint_from_file_name(file_name) if file_name else None)
         return {"profiles": profiles, "bytes": nbytes}
 
     # Pyroscope's push over Connect; a push may hold many profiles, so its body may be as large as one

@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from infra.stringtable import interner
 from test_block import build, entry, paths, typed
@@ -309,3 +311,10 @@ def test_runs_of_consecutive_rows_read_as_picked_rows_do(monkeypatch):
     picked = [reader.sample_entries(rows, w) for w in (None, weights)]
     for a, b in zip(as_runs, picked):
         assert [c.tolist() for c in a] == [c.tolist() for c in b]
+
+
+def test_only_columns_that_repeat_values_are_dictionary_encoded():
+    meta = pq.ParquetFile(pa.BufferReader(write_block(_many_profiles(10)))).metadata
+    encoded = {meta.row_group(g).column(c).path_in_schema for g in range(meta.num_row_groups)
+               for c in range(meta.num_columns) if meta.row_group(g).column(c).has_dictionary_page}
+    assert encoded == {"section", "series_labels", "profile_type"}

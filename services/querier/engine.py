@@ -191,15 +191,17 @@ class Querier:
 
     def _select(self, tenant: str, query: str, start: int, end: int) -> Selection:
         q = parse_query(query)
-        ptype = self._known_type(tenant, q)
-        candidates = index.find_series(self.db, tenant, selection.index_matchers(q.matchers), start, end,
-                                       profile_type=ptype.id)
-        return selection.split(candidates, q.matchers, ptype)
-
-    def _known_type(self, tenant: str, q: Query) -> ProfileType:
         if q.profile_type is None:
             raise ValueError("the query names no profile type: write it before the selector, e.g. "
                              'process_cpu:cpu:nanoseconds:cpu:nanoseconds{service_name="demo"}')
+        candidates = index.find_series(self.db, tenant, selection.index_matchers(q.matchers), start, end,
+                                       profile_type=q.profile_type)
+        # A type some series has is known; only an empty answer needs the list of types, to tell an
+        # unknown type (an error) from a known one without data in the range.
+        ptype = ProfileType.parse(q.profile_type) if candidates else self._known_type(tenant, q)
+        return selection.split(candidates, q.matchers, ptype)
+
+    def _known_type(self, tenant: str, q: Query) -> ProfileType:
         known = index.profile_types(self.db, tenant, *_ALL_TIME)
         if q.profile_type not in known:
             listing = ", ".join(known) if known else "none yet"

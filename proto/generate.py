@@ -2,7 +2,8 @@
 
 protoc writes imports relative to the proto root ("from flamewatch.v1 import types_pb2"); the stubs
 live inside the installed package at flamewatch.api, so those imports are rewritten to
-"from flamewatch.api.flamewatch.v1 import types_pb2". Usage: python proto/generate.py [OUT_DIR].
+"from flamewatch.api.flamewatch.v1 import types_pb2"; the same holds for Pyroscope's packages
+(types.v1, querier.v1, push.v1, google.v1). Usage: python proto/generate.py [OUT_DIR].
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from grpc_tools import protoc
 PROTO_ROOT = Path(__file__).resolve().parent
 DEFAULT_OUT = PROTO_ROOT.parent / "libs" / "api"
 PACKAGE = "flamewatch.api"
-IMPORT = re.compile(r"^(from|import) (perftools|flamewatch)(\.|\s)", re.MULTILINE)
+# Top-level proto packages of ours; google.v1 only, because google.protobuf is the runtime's own.
+IMPORT = re.compile(r"^(from|import) (perftools|flamewatch|types|querier|push|google\.v1)(\.|\s)", re.MULTILINE)
 
 
 def generate(out: Path) -> None:

@@ -21,13 +21,13 @@ import (
 
 type options struct {
 	url, profileType, selector, label string
-	from, until, diffSplit           int64
-	maxNodes, limit                  int64
-	step                             float64
-	groupBy, spanIDs, calls          []string
-	aggregation                      string
-	useJSON, sendGzip, tree          bool
-	timeout                          time.Duration
+	from, until, diffSplit            int64
+	maxNodes, limit                   int64
+	step                              float64
+	groupBy, spanIDs, calls           []string
+	aggregation                       string
+	useJSON, sendGzip, tree           bool
+	timeout                           time.Duration
 }
 
 func parseOptions() options {

@@ -120,19 +120,28 @@ class Querier:
     # ------------------------------------------------------------------------------------ totals
 
     def query_range(self, tenant: str, query: str, start: int, end: int, step: int,
-                    group_by: Sequence[str]) -> Totals:
+                    group_by: Sequence[str], average: bool = False) -> Totals:
+        """Totals per step. `average` gives the mean total of the profiles in each step of each group
+        (Pyroscope's average aggregation) instead of their sum (their per-series mean for gauges)."""
         sel = self._select(tenant, query, start, end)
         present = {name for s in sel.series for name in s.labels}
         by_sample = [g for g in group_by if g not in present]
         if sel.by_samples or (by_sample and sel.series):
+            if average:
+                raise ValueError("the average aggregation needs whole profiles: it cannot be combined with "
+                                 "matchers or group_by on sample labels")
             points = self._sample_points(sel, start, end, step, group_by, by_sample)
             seen = {name for p in points for name in by_sample if p.labels[name]}
             return Totals(points, _absent_labels(sel.series, [g for g in group_by if g not in seen]))
-        return Totals(self._points(sel.profile_type, sel.series, start, end, step, group_by),
+        return Totals(self._points(sel.profile_type, sel.series, start, end, step, group_by, average),
                       _absent_labels(sel.series, group_by))
 
+    def time_bounds(self, tenant: str) -> tuple[int, int] | None:
+        """The first and last times the tenant's series were seen; None before any profile was stored."""
+        return index.time_bounds(self.db, tenant)
+
     def _points(self, ptype: ProfileType, series: list[Series], start: int, end: int, step: int,
-                group_by: Sequence[str]) -> list[Points]:
+                group_by: Sequence[str], average: bool = False) -> list[Points]:
         rows = index.profile_totals(self.db, [s.id for s in series], start, end)
         labels_of = {s.id: {k: s.labels.get(k, "") for k in group_by} for s in series}
         groups = sorted({tuple(sorted(v.items())) for v in labels_of.values()})
@@ -143,7 +152,8 @@ class Querier:
         row_group = series_group[np.searchsorted(series_ids, rows.series_id)]
         bucket = _buckets(rows.time, start, step)
         return [Points(dict(g), _bucket_starts(b, start, step), v)
-                for g, (b, v) in zip(groups, _bucket_totals(rows, row_group, bucket, len(groups), ptype.is_gauge))]
+                for g, (b, v) in zip(groups, _bucket_totals(rows, row_group, bucket, len(groups),
+                                                            ptype.is_gauge and not average, average))]
 
     def _sample_points(self, sel: Selection, start: int, end: int, step: int, group_by: Sequence[str],
                        by_sample: Sequence[str]) -> list[Points]:
@@ -254,9 +264,10 @@ def _gauge_weights(rows: ProfileRows) -> np.ndarray:
     return 1.0 / counts[inverse]
 
 
-def _bucket_totals(rows: ProfileRows, group: np.ndarray, bucket: np.ndarray, n_groups: int, gauge: bool):
+def _bucket_totals(rows: ProfileRows, group: np.ndarray, bucket: np.ndarray, n_groups: int, gauge: bool,
+                   average: bool = False):
     """Per group, the steps that have data and their value: sums, or for gauges the per-series
-    mean within the step summed across series."""
+    mean within the step summed across series, or with `average` the mean over the step's profiles."""
     values = rows.total.astype(np.float64)
     if gauge:
         keys = np.stack([group, bucket, rows.series_id], axis=1)
@@ -268,6 +279,8 @@ def _bucket_totals(rows: ProfileRows, group: np.ndarray, bucket: np.ndarray, n_g
     uniq, inverse = (np.unique(keys, axis=0, return_inverse=True) if len(keys)
                      else (np.zeros((0, 2), np.int64), np.zeros(0, np.int64)))
     sums = np.bincount(np.asarray(inverse).reshape(-1), weights=values, minlength=len(uniq))
+    if average:
+        sums = sums / np.maximum(np.bincount(np.asarray(inverse).reshape(-1), minlength=len(uniq)), 1)
     return [(uniq[uniq[:, 0] == g, 1], sums[uniq[:, 0] == g]) for g in range(n_groups)]
 
 

@@ -287,6 +287,7 @@ def run_querier(args: argparse.Namespace) -> int:
     from flamewatch.querier.blocks import BlockCache
     from flamewatch.querier.engine import Querier
     from flamewatch.querier.paths import PathIndex
+    from flamewatch.querier.pyroscope_render import router as render_router
     from flamewatch.querier.rest import router
     from flamewatch.querier.service import register_grpc
     from flamewatch.storage.disk_cache import DiskCache
@@ -302,7 +303,8 @@ def run_querier(args: argparse.Namespace) -> int:
         blocks = BlockCache(source, config.cache_bytes, config.fetch_concurrency, PathIndex())
         stack.callback(blocks.close)
         querier = Querier(db, blocks, config)
-        await _serve(args, listeners, [router(querier)], register_grpc(querier), ready=storage_readiness(store, db))
+        await _serve(args, listeners, [router(querier), render_router(querier)], register_grpc(querier),
+                     ready=storage_readiness(store, db))
 
     return _run(main)
 
@@ -365,6 +367,7 @@ def run_all(args: argparse.Namespace) -> int:
     from flamewatch.querier.blocks import BlockCache
     from flamewatch.querier.engine import Querier
     from flamewatch.querier.paths import PathIndex
+    from flamewatch.querier.pyroscope_render import router as render_router
     from flamewatch.querier.rest import router as query_router
     from flamewatch.querier.service import register_grpc as register_query
     from flamewatch.scrapeconfig import parse_config
@@ -398,7 +401,8 @@ def run_all(args: argparse.Namespace) -> int:
             register_query(querier)(server)
             register_collector(collector)(server)
 
-        routers = [ingest_router(ingester), query_router(querier), collector_router(collector),
+        routers = [ingest_router(ingester), query_router(querier), render_router(querier),
+                   collector_router(collector),
                    ui_router(DEFAULT_UI_DIR)]
         # The collector stops while the servers still run, so what it has queued reaches the ingester.
         await _serve(args, listeners, routers, register, before_stop=collector.stop,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import re
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -24,9 +25,11 @@ from flamewatch.querier.calltree import CallTree
 from flamewatch.querier.engine import Points, Querier
 from flamewatch.querier.formats.flamegraph import render_flamegraph
 from flamewatch.querier.pyroscope_tree import encode_tree
-from flamewatch.timerange import resolve_range
+from flamewatch.timerange import TimeParseError, TimeRangeError, format_ns
 
 _NS_PER_MS = 10**6
+_DEFAULT_SPAN_NS = 3600 * 10**9  # our APIs' default range: the hour before the end
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _SPAN_LABEL = "span_id"
 _SUM, _AVERAGE = types_pb2.TIME_SERIES_AGGREGATION_TYPE_SUM, types_pb2.TIME_SERIES_AGGREGATION_TYPE_AVERAGE
 
@@ -35,8 +38,18 @@ _SUM, _AVERAGE = types_pb2.TIME_SERIES_AGGREGATION_TYPE_SUM, types_pb2.TIME_SERI
 
 def time_range(start_ms: int, end_ms: int) -> tuple[int, int]:
     """Epoch milliseconds as nanoseconds, checked as our APIs check them (0: unset)."""
-    return resolve_range(str(start_ms * _NS_PER_MS) if start_ms else None,
-                         str(end_ms * _NS_PER_MS) if end_ms else None)
+    end = _ns_of_ms("end", end_ms) if end_ms else time.time_ns()
+    start = _ns_of_ms("start", start_ms) if start_ms else max(end - _DEFAULT_SPAN_NS, _INT64_MIN)
+    if start > end:
+        raise TimeRangeError(f"from ({format_ns(start)}) is after until ({format_ns(end)})")
+    return start, end
+
+
+def _ns_of_ms(field: str, ms: int) -> int:
+    ns = ms * _NS_PER_MS
+    if not _INT64_MIN <= ns <= _INT64_MAX:
+        raise TimeParseError(f"{field} {ms} ms is outside the representable range (years 1677 to 2262)")
+    return ns
 
 
 def query_text(profile_type_id: str, label_selector: str, extra: Sequence[Matcher] = ()) -> str:

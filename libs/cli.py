@@ -285,6 +285,7 @@ def run_ingester(args: argparse.Namespace) -> int:
 
 def run_querier(args: argparse.Namespace) -> int:
     from flamewatch.querier.blocks import BlockCache
+    from flamewatch.querier.connect import router as connect_router
     from flamewatch.querier.engine import Querier
     from flamewatch.querier.paths import PathIndex
     from flamewatch.querier.pyroscope_render import router as render_router
@@ -303,7 +304,8 @@ def run_querier(args: argparse.Namespace) -> int:
         blocks = BlockCache(source, config.cache_bytes, config.fetch_concurrency, PathIndex())
         stack.callback(blocks.close)
         querier = Querier(db, blocks, config)
-        await _serve(args, listeners, [router(querier), render_router(querier)], register_grpc(querier),
+        routers = [router(querier), connect_router(querier), render_router(querier)]
+        await _serve(args, listeners, routers, register_grpc(querier),
                      ready=storage_readiness(store, db))
 
     return _run(main)
@@ -365,6 +367,7 @@ def run_all(args: argparse.Namespace) -> int:
     from flamewatch.ingester.service import http_router as ingest_router
     from flamewatch.ingester.service import register_grpc as register_ingest
     from flamewatch.querier.blocks import BlockCache
+    from flamewatch.querier.connect import router as query_connect_router
     from flamewatch.querier.engine import Querier
     from flamewatch.querier.paths import PathIndex
     from flamewatch.querier.pyroscope_render import router as render_router
@@ -401,9 +404,8 @@ def run_all(args: argparse.Namespace) -> int:
             register_query(querier)(server)
             register_collector(collector)(server)
 
-        routers = [ingest_router(ingester), query_router(querier), render_router(querier),
-                   collector_router(collector),
-                   ui_router(DEFAULT_UI_DIR)]
+        routers = [ingest_router(ingester), query_router(querier), query_connect_router(querier),
+                   render_router(querier), collector_router(collector), ui_router(DEFAULT_UI_DIR)]
         # The collector stops while the servers still run, so what it has queued reaches the ingester.
         await _serve(args, listeners, routers, register, before_stop=collector.stop,
                      ready=storage_readiness(store, db),

@@ -1,13 +1,22 @@
-"""The one mapping from Flamewatch errors to gRPC status codes and HTTP statuses.
+"""The one mapping from Flamewatch errors to gRPC status codes, HTTP statuses and Connect codes.
 
-    ValueError                        bad request                  INVALID_ARGUMENT  400
+                                                                   gRPC / Connect    HTTP  Connect HTTP
+    ValueError                        bad request                  INVALID_ARGUMENT  400   400
     ├── PprofError / LabelError / TimeParseError ...
-    └── LimitExceeded                 larger than a limit          RESOURCE_EXHAUSTED 413
-    NotFoundError                     nothing by that name         NOT_FOUND         404
-    StorageUnavailable                a backend is down            UNAVAILABLE       503
-    └── StorageFull                   a disk is full               UNAVAILABLE       503
-    BlocksMissing                     blocks lost from the store   DATA_LOSS         500
-    anything else                     a bug                        INTERNAL          500
+    ├── UnsupportedMediaTypeError     a body type we do not read   INVALID_ARGUMENT  415   415
+    └── LimitExceeded                 larger than a limit          RESOURCE_EXHAUSTED 413  429
+    NotFoundError                     nothing by that name         NOT_FOUND         404   404
+    UnimplementedError                a method or encoding we lack UNIMPLEMENTED     501   501
+    └── UnknownMethodError            no such method               UNIMPLEMENTED     404   404
+    DeadlineExceededError             the client's deadline passed DEADLINE_EXCEEDED 504   504
+    StorageUnavailable                a backend is down            UNAVAILABLE       503   503
+    └── StorageFull                   a disk is full               UNAVAILABLE       503   503
+    BlocksMissing                     blocks lost from the store   DATA_LOSS         500   500
+    anything else                     a bug                        INTERNAL          500   500
+
+Connect (`connect_error_of`) names the gRPC code in snake case and gives each code the HTTP status of
+Connect's protocol specification; only an unknown method (404, as for any unknown URL) and a body type
+we do not read (415) keep a status of their own.
 
 Servicers and HTTP routes never choose a status themselves; they raise and this module decides. It
 also decides how loudly a failure is logged (`log_failure`): a bug with its traceback every time, a
@@ -33,6 +42,22 @@ class NotFoundError(LookupError):
     """The request names something that does not exist."""
 
 
+class UnimplementedError(Exception):
+    """The request asks for a method or an encoding this server does not offer."""
+
+
+class UnknownMethodError(UnimplementedError):
+    """The request names a method its service does not have."""
+
+
+class UnsupportedMediaTypeError(ValueError):
+    """The request body is of a content type the endpoint does not read."""
+
+
+class DeadlineExceededError(TimeoutError):
+    """The deadline the client set passed before the answer was ready."""
+
+
 @dataclass(frozen=True)
 class Status:
     grpc_code: grpc.StatusCode
@@ -41,8 +66,12 @@ class Status:
 
 _TABLE: list[tuple[type[BaseException], Status]] = [
     (LimitExceeded, Status(grpc.StatusCode.RESOURCE_EXHAUSTED, 413)),
+    (UnsupportedMediaTypeError, Status(grpc.StatusCode.INVALID_ARGUMENT, 415)),
     (ValueError, Status(grpc.StatusCode.INVALID_ARGUMENT, 400)),
     (NotFoundError, Status(grpc.StatusCode.NOT_FOUND, 404)),
+    (UnknownMethodError, Status(grpc.StatusCode.UNIMPLEMENTED, 404)),
+    (UnimplementedError, Status(grpc.StatusCode.UNIMPLEMENTED, 501)),
+    (DeadlineExceededError, Status(grpc.StatusCode.DEADLINE_EXCEEDED, 504)),
     (StorageUnavailable, Status(grpc.StatusCode.UNAVAILABLE, 503)),
     (BlocksMissing, Status(grpc.StatusCode.DATA_LOSS, 500)),
 ]
@@ -54,7 +83,27 @@ _HTTP_OF_GRPC = {
     grpc.StatusCode.RESOURCE_EXHAUSTED: 413,
     grpc.StatusCode.UNAVAILABLE: 503,
     grpc.StatusCode.DATA_LOSS: 500,
+    grpc.StatusCode.UNIMPLEMENTED: 501,
+    grpc.StatusCode.DEADLINE_EXCEEDED: 504,
 }
+# Connect's HTTP status of each code (its protocol specification); codes not listed answer 500.
+_CONNECT_HTTP = {
+    grpc.StatusCode.CANCELLED: 499,
+    grpc.StatusCode.INVALID_ARGUMENT: 400,
+    grpc.StatusCode.DEADLINE_EXCEEDED: 504,
+    grpc.StatusCode.NOT_FOUND: 404,
+    grpc.StatusCode.ALREADY_EXISTS: 409,
+    grpc.StatusCode.PERMISSION_DENIED: 403,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: 429,
+    grpc.StatusCode.FAILED_PRECONDITION: 400,
+    grpc.StatusCode.ABORTED: 409,
+    grpc.StatusCode.OUT_OF_RANGE: 400,
+    grpc.StatusCode.UNIMPLEMENTED: 501,
+    grpc.StatusCode.UNAVAILABLE: 503,
+    grpc.StatusCode.UNAUTHENTICATED: 401,
+}
+# Statuses an HTTP server gives before Connect's handler runs: an unknown URL, an unreadable body type.
+_CONNECT_TRANSPORT = (UnknownMethodError, UnsupportedMediaTypeError)
 _limited_logs: dict[str, RateLimitedLog] = {}
 
 
@@ -71,6 +120,21 @@ def count_error(status: Status) -> None:
 
 def http_status_of_grpc(code: grpc.StatusCode) -> int:
     return _HTTP_OF_GRPC.get(code, 500)
+
+
+@dataclass(frozen=True)
+class ConnectError:
+    code: str  # Connect's name of the code, e.g. "invalid_argument"
+    http_status: int
+
+
+def connect_error_of(exc: BaseException) -> ConnectError:
+    status = status_of(exc)
+    code = status.grpc_code
+    name = "canceled" if code is grpc.StatusCode.CANCELLED else code.name.lower()
+    if isinstance(exc, _CONNECT_TRANSPORT):
+        return ConnectError(name, status.http_status)
+    return ConnectError(name, _CONNECT_HTTP.get(code, 500))
 
 
 def message_of(exc: BaseException) -> str:

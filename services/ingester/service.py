@@ -1,6 +1,7 @@
 """The ingester: validate pushes, batch them into blocks, acknowledge once durable.
 
-Inputs: gRPC IngestService.Push and HTTP POST /ingest (a pprof body, labels as query parameters).
+Inputs: gRPC IngestService.Push and HTTP POST /ingest (a pprof body, labels as query parameters);
+Pyroscope's push.v1.PusherService/Push over gRPC and Connect (`pyroscope.py`).
 Outputs: block objects in the object store and their index rows in Postgres.
 """
 
@@ -17,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from flamewatch.api.flamewatch.v1 import ingest_pb2, ingest_pb2_grpc
 from flamewatch.config import IngesterConfig
+from flamewatch.ingester import pyroscope
 from flamewatch.ingester.batcher import Batcher
 from flamewatch.ingester.compactor import Maintenance
 from flamewatch.ingester.prepare import Prepared, prepare
@@ -135,6 +137,9 @@ def http_router(ingester: Ingester) -> APIRouter:
                                                hint_from_file_name(file_name) if file_name else None)
         return {"profiles": profiles, "bytes": nbytes}
 
+    # Pyroscope's push over Connect; a push may hold many profiles, so its body may be as large as one
+    # decompressed profile (the gRPC message limit too), and each profile still meets the profile limits.
+    router.include_router(pyroscope.connect_router(ingester.push, ingester.config.limits.max_decompressed_bytes))
     return router
 
 
@@ -150,4 +155,8 @@ async def _read_body(request: Request, limit: int) -> bytes:
 
 
 def register_grpc(ingester: Ingester):
-    return lambda server: ingest_pb2_grpc.add_IngestServiceServicer_to_server(IngestServicer(ingester), server)
+    def register(server) -> None:
+        ingest_pb2_grpc.add_IngestServiceServicer_to_server(IngestServicer(ingester), server)
+        pyroscope.register_grpc(ingester.push, server)
+
+    return register

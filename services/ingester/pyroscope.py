@@ -1,0 +1,84 @@
+"""Pyroscope's `push.v1.PusherService/Push` (as Grafana Alloy sends it), over Connect and gRPC.
+
+A thin adapter: a `PushRequest` is series of labels (with `__name__`, e.g. `process_cpu`) and raw pprof
+samples, which become the `(labels, [(id, raw pprof)])` pairs of `Ingester.push`, so the same limits,
+all-or-nothing write and durability hold as for our own push. Pyroscope's internal labels `__delta__`
+(whether the server should compute deltas; Alloy sends deltas already) and `__session_id__` (one per
+process start) are dropped: they would make new series without saying anything about the profiles.
+Annotations are ignored, as Pyroscope does for pushed ones.
+
+Pyroscope takes label names our selectors cannot name: the Python SDK sends `otel.scope.name` and
+`process.runtime.name`. Each character outside `[a-zA-Z0-9_]` becomes `_` (and a leading digit gets a
+`_` before it), as Prometheus translates OpenTelemetry's attribute names: `otel_scope_name`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Iterable
+
+import grpc
+from fastapi import APIRouter
+
+from flamewatch.api.push.v1 import push_pb2, push_pb2_grpc
+from flamewatch.rpc import connect
+from flamewatch.rpc.grpc_server import handled
+from flamewatch.rpc.tenant import tenant_from_metadata
+
+SERVICE = push_pb2.DESCRIPTOR.services_by_name["PusherService"]
+DROPPED_LABELS = frozenset({"__delta__", "__session_id__"})
+_NOT_IN_NAME = re.compile(r"[^a-zA-Z0-9_]")
+
+Series = list[tuple[dict[str, str], list[tuple[str, bytes]]]]
+PushFn = Callable[[str, Series], Awaitable[object]]  # Ingester.push without a name hint
+
+
+def series_of(request: push_pb2.PushRequest) -> Series:
+    """The push as the ingester takes it; a push without any profile is refused."""
+    series = [(labels_of(s.labels), [(sample.ID, sample.raw_profile) for sample in s.samples])
+              for s in request.series]
+    if not any(samples for _, samples in series):
+        raise ValueError("push has no profiles: each series needs at least one sample with a raw_profile")
+    return series
+
+
+def labels_of(pairs: Iterable) -> dict[str, str]:
+    labels: dict[str, str] = {}
+    for pair in pairs:
+        if pair.name in DROPPED_LABELS:
+            continue
+        name = label_name(pair.name)
+        if labels.get(name, pair.value) != pair.value:
+            raise ValueError(f'labels "{pair.name}" and another one both become "{name}" with different values')
+        labels[name] = pair.value
+    return labels
+
+
+def label_name(name: str) -> str:
+    """A Pyroscope label name as one of ours: `otel.scope.name` → `otel_scope_name`."""
+    cleaned = _NOT_IN_NAME.sub("_", name)
+    return f"_{cleaned}" if cleaned[:1].isdigit() else cleaned
+
+
+def connect_router(push: PushFn, max_body_bytes: int) -> APIRouter:
+    """`POST /push.v1.PusherService/Push` for the ingester's HTTP app."""
+
+    async def handle(request: push_pb2.PushRequest, call: connect.Call) -> push_pb2.PushResponse:
+        await push(call.tenant, series_of(request))
+        return push_pb2.PushResponse()
+
+    return connect.router(connect.Service(SERVICE, {"Push": handle}, max_body_bytes))
+
+
+class PusherServicer(push_pb2_grpc.PusherServiceServicer):
+    def __init__(self, push: PushFn):
+        self._push = push
+
+    @handled
+    async def Push(self, request: push_pb2.PushRequest, context: grpc.aio.ServicerContext):
+        await self._push(tenant_from_metadata(context.invocation_metadata()), series_of(request))
+        return push_pb2.PushResponse()
+
+
+def register_grpc(push: PushFn, server: grpc.aio.Server) -> None:
+    push_pb2_grpc.add_PusherServiceServicer_to_server(PusherServicer(push), server)

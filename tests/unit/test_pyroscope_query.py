@@ -6,12 +6,11 @@ import pytest
 
 from flamewatch.labels.errors import SelectorError
 from flamewatch.querier.calltree import CallTree
-from flamewatch.querier.connect_merges import _top, query_text, span_matcher, time_range
+from flamewatch.querier.connect import _top, query_text, span_matcher
 from flamewatch.querier.engine import Points, _bucket_totals
 from flamewatch.querier.pyroscope_render import timeline, timeline_step_s
 from flamewatch.querier.pyroscope_tree import encode_tree
 from flamewatch.storage.index import ProfileRows
-from flamewatch.timerange import TimeParseError, TimeRangeError
 
 # total -> main -> {parse, compute -> sqrt}; total -> gc, as (parent, name, self), node 0 first
 SIX = [(-1, "total", 0), (0, "main", 1), (0, "gc", 5), (1, "parse", 3), (1, "compute", 4), (4, "sqrt", 2)]
@@ -74,16 +73,6 @@ def test_span_ids_become_one_anchored_sample_matcher():
 def test_query_text_names_the_bad_field(ptype: str, selector: str, error: type, message: str):
     with pytest.raises(error, match=message):
         query_text(ptype, selector)
-
-
-def test_time_range_is_milliseconds_and_checked():
-    assert time_range(1_000, 2_000) == (10**9, 2 * 10**9)
-    with pytest.raises(TimeRangeError, match="is after until"):
-        time_range(2_000, 1_000)
-    start, end = time_range(0, 3_600_000 * 2)
-    assert (start, end) == (3_600 * 10**9, 7_200 * 10**9)  # no start: an hour before the end
-    with pytest.raises(TimeParseError, match="start 4611686018427387904 ms is outside the representable range"):
-        time_range(2**62, 0)
 
 
 def _points(label: str, values: list[float]) -> Points:

@@ -262,6 +262,15 @@ def test_a_range_that_ends_before_it_starts_is_invalid(client: GrafanaClient, cl
         assert "is after end" in answer["error"]["message"], (method, answer)
 
 
+def test_another_tenant_sees_none_of_the_data(client: GrafanaClient, cluster: Cluster, loaded: Loaded):
+    out = run(client, cluster, loaded, "-tenant", "someone-else", "-selector", WORKLOAD,
+              "-calls", "ProfileTypes,SelectMergeStacktraces,GetProfileStats")
+    assert out["ProfileTypes"] == []
+    assert out["SelectMergeStacktraces"]["error"]["code"] == "not_found"
+    assert "stored types are: none yet" in out["SelectMergeStacktraces"]["error"]["message"]
+    assert out["GetProfileStats"] == {"data_ingested": False, "oldest_profile_time": 0, "newest_profile_time": 0}
+
+
 def test_empty_span_selector_is_invalid(client: GrafanaClient, cluster: Cluster, loaded: Loaded):
     out = run(client, cluster, loaded, "-span-ids", ",", "-calls", "SelectMergeSpanProfile")
     assert out["SelectMergeSpanProfile"]["error"] == {

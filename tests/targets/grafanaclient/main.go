@@ -25,7 +25,7 @@ type options struct {
 	maxNodes, limit                   int64
 	step                              float64
 	groupBy, spanIDs, calls           []string
-	aggregation                       string
+	aggregation, tenant               string
 	useJSON, sendGzip, tree           bool
 	timeout                           time.Duration
 }
@@ -50,6 +50,7 @@ func parseOptions() options {
 	flag.BoolVar(&o.useJSON, "json", false, "send and receive JSON bodies instead of protobuf")
 	flag.BoolVar(&o.sendGzip, "gzip", false, "gzip request bodies")
 	flag.BoolVar(&o.tree, "tree", false, "also ask SelectMergeStacktraces for the tree format")
+	flag.StringVar(&o.tenant, "tenant", "", "X-Scope-OrgID header, as a datasource's custom HTTP header sets it")
 	flag.DurationVar(&o.timeout, "timeout", 60*time.Second, "timeout of each call")
 	flag.Parse()
 	o.groupBy, o.spanIDs, o.calls = splitList(groupBy), splitList(spans), splitList(calls)
@@ -87,7 +88,7 @@ type errorResponse struct {
 
 func main() {
 	o := parseOptions()
-	client := newClient(&http.Client{}, o)
+	client := newClient(&http.Client{Transport: withHeaders(o)}, o)
 	var results []result
 	for _, call := range plannedCalls(o) {
 		ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
@@ -101,4 +102,26 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+}
+
+// headerTransport adds the datasource's custom headers to every request, as Grafana's HTTP client does.
+type headerTransport struct {
+	headers map[string]string
+	next    http.RoundTripper
+}
+
+func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	for k, v := range t.headers {
+		req.Header.Set(k, v)
+	}
+	return t.next.RoundTrip(req)
+}
+
+func withHeaders(o options) http.RoundTripper {
+	headers := map[string]string{}
+	if o.tenant != "" {
+		headers["X-Scope-OrgID"] = o.tenant
+	}
+	return headerTransport{headers: headers, next: http.DefaultTransport}
 }

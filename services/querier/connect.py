@@ -138,9 +138,13 @@ def _select_merge_stacktraces(q: Querier, tenant: str, req: querier_pb2.SelectMe
     start, end = time_range_ms(req.start, req.end)
     limit = _max_nodes(q, _optional(req, "max_nodes"))
     if req.format == querier_pb2.PROFILE_FORMAT_PPROF:
+        if req.profile_id_selector:
+            raise UnimplementedError("profile_id_selector with PROFILE_FORMAT_PPROF is not supported; "
+                                     "ask for PROFILE_FORMAT_FLAMEGRAPH or PROFILE_FORMAT_TREE")
         _, body = q.pprof(tenant, text, start, end, None)
         return querier_pb2.SelectMergeStacktracesResponse(pprof=querier_pb2.PprofProfile(profile=_pprof_message(body)))
-    merged = q.merge(tenant, text, start, end)
+    profiles = parse_profile_ids(req.profile_id_selector) if req.profile_id_selector else None
+    merged = q.merge(tenant, text, start, end, profiles=profiles)
     if req.format == querier_pb2.PROFILE_FORMAT_TREE:
         return querier_pb2.SelectMergeStacktracesResponse(tree=encode_tree(merged.tree, limit))
     if req.format not in (querier_pb2.PROFILE_FORMAT_UNSPECIFIED, querier_pb2.PROFILE_FORMAT_FLAMEGRAPH):
@@ -203,8 +207,12 @@ def _select_series(q: Querier, tenant: str, req: querier_pb2.SelectSeriesRequest
     if aggregation not in (None, _SUM, _AVERAGE):
         raise ValueError(f"unknown aggregation {aggregation}; known: TIME_SERIES_AGGREGATION_TYPE_SUM, "
                          "TIME_SERIES_AGGREGATION_TYPE_AVERAGE")
+    if req.exemplar_type == types_pb2.EXEMPLAR_TYPE_SPAN:
+        raise UnimplementedError("exemplar_type EXEMPLAR_TYPE_SPAN is not supported; "
+                                 "EXEMPLAR_TYPE_INDIVIDUAL names individual profiles")
     totals = q.query_range(tenant, text, start, end, step, list(req.group_by),
-                           average=aggregation == _AVERAGE)
+                           average=aggregation == _AVERAGE,
+                           exemplars=req.exemplar_type == types_pb2.EXEMPLAR_TYPE_INDIVIDUAL)
     series = _top(totals.series, _optional(req, "limit"))
     return querier_pb2.SelectSeriesResponse(series=[_series_message(p) for p in series])
 
@@ -221,10 +229,33 @@ def _top(series: list[Points], limit: int | None) -> list[Points]:
 
 
 def _series_message(p: Points) -> types_pb2.Series:
-    return types_pb2.Series(
-        labels=label_pairs(p.labels),
-        points=[types_pb2.Point(timestamp=t, value=v)
-                for t, v in zip((p.timestamps // _NS_PER_MS).tolist(), p.values.tolist(), strict=True)])
+    points = [types_pb2.Point(timestamp=t, value=v)
+              for t, v in zip((p.timestamps // _NS_PER_MS).tolist(), p.values.tolist(), strict=True)]
+    if p.exemplars is not None:
+        e = p.exemplars
+        for point, i, t, v, labels in zip(points, e.series_id.tolist(), e.time.tolist(), e.value.tolist(),
+                                          e.labels, strict=True):
+            point.exemplars.add(timestamp=t // _NS_PER_MS, profile_id=profile_id(i, t), value=v,
+                                labels=label_pairs(labels))
+    return types_pb2.Series(labels=label_pairs(p.labels), points=points)
+
+
+# A profile is known by its series and its time in ns: both survive compaction, which moves it to
+# another block and row.
+def profile_id(series_id: int, time_ns: int) -> str:
+    return f"{series_id}-{time_ns}"
+
+
+def parse_profile_ids(ids: Sequence[str]) -> list[tuple[int, int]]:
+    """`profile_id_selector` as (series id, time) pairs; an id this server did not give is refused."""
+    pairs = []
+    for text in ids:
+        series_id, _, time_ns = text.partition("-")
+        if not (series_id.isdigit() and time_ns.lstrip("-").isdigit()):
+            raise ValueError(f'profile_id_selector: "{text}" is not a profile id of this server '
+                             '(<series id>-<time ns>, as SelectSeries exemplars give them)')
+        pairs.append((int(series_id), int(time_ns)))
+    return pairs
 
 
 def _get_profile_stats(q: Querier, tenant: str, _req: types_pb2.GetProfileStatsRequest

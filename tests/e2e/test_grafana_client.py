@@ -224,6 +224,26 @@ def test_series_average_is_the_mean_profile_total_per_step(client: GrafanaClient
     assert any(n > 1 for n in counts)  # some step holds several profiles, so the two differ
 
 
+def test_exemplars_name_a_profile_of_each_point_that_opens_alone(client: GrafanaClient, cluster: Cluster,
+                                                                 loaded: Loaded):
+    out = run(client, cluster, loaded, "-selector", WORKLOAD, "-step", "60", "-exemplars", "-calls", "SelectSeries")
+    [series] = out["SelectSeries"]
+    exemplars = series["exemplars"]
+    assert [e["point"] for e in exemplars] == [t for t, _ in series["points"]]
+    pushed_ms = {t // 10**6 for t in loaded.times_ns}
+    for e in exemplars:
+        assert e["timestamp"] in pushed_ms and e["point"] <= e["timestamp"] < e["point"] + 60_000
+        assert (e["labels"]["service_name"], e["labels"]["__profile_type__"]) == ("workload", CPU)
+    e = exemplars[-1]
+    alone = run(client, cluster, loaded, "-selector", WORKLOAD, "-profile-ids", e["profile_id"],
+                "-calls", "SelectMergeStacktraces")["SelectMergeStacktraces"]
+    nearest = rest(cluster, "/query", None, {"query": CPU + WORKLOAD, "time": str(e["timestamp"])})["flamegraph"]
+    assert alone["total"] == nearest["total"] == e["value"] > 0
+    bad = run(client, cluster, loaded, "-selector", WORKLOAD, "-profile-ids", "7c9e6679-7425-40de-944b",
+              "-calls", "SelectMergeStacktraces")["SelectMergeStacktraces"]["error"]
+    assert bad["code"] == "invalid_argument" and "is not a profile id of this server" in bad["message"]
+
+
 def test_json_bodies_and_gzip_answer_the_same(client: GrafanaClient, cluster: Cluster, loaded: Loaded,
                                               grafana: dict[str, dict]):
     out = run(client, cluster, loaded, "-selector", WORKLOAD, "-max-nodes", str(MAX_NODES), "-json", "-gzip",

@@ -6,8 +6,8 @@ import pytest
 
 from flamewatch.labels.errors import SelectorError
 from flamewatch.querier.calltree import CallTree
-from flamewatch.querier.connect import _top, query_text, span_matcher
-from flamewatch.querier.engine import Points, _bucket_totals
+from flamewatch.querier.connect import _top, parse_profile_ids, profile_id, query_text, span_matcher
+from flamewatch.querier.engine import Points, _bucket_totals, _largest_per_step
 from flamewatch.querier.pyroscope_render import timeline, timeline_step_s
 from flamewatch.querier.pyroscope_tree import encode_tree
 from flamewatch.storage.index import ProfileRows
@@ -104,3 +104,20 @@ def test_render_timeline_fills_missing_steps_with_zero():
     assert body == {"startTime": 0, "samples": [0, 2, 0, 3, 0, 0], "durationDelta": 15, "watermarks": None}
     assert timeline_step_s(0, 86_400 * 10**9) == 58  # a day in about 1500 steps
 
+
+
+def test_exemplar_of_a_step_is_its_largest_profile_earliest_on_ties():
+    rows = ProfileRows(series_id=np.array([1, 2, 3, 1, 2]), time=np.array([0, 1, 2, 10, 11]),
+                       block_id=np.zeros(5, object), row=np.zeros(5, np.int64), total=np.array([5, 9, 9, 4, 3]),
+                       content_hash=np.zeros(5, np.int64))
+    group, bucket = np.array([0, 0, 0, 1, 1]), np.array([0, 0, 0, 1, 1])
+    (s0, t0, v0), (s1, t1, v1) = _largest_per_step(rows, group, bucket, 2)
+    assert (s0.tolist(), t0.tolist(), v0.tolist()) == ([2], [1], [9])
+    assert (s1.tolist(), t1.tolist(), v1.tolist()) == ([1], [10], [4])
+
+
+def test_profile_ids_round_trip_and_strangers_are_refused():
+    assert parse_profile_ids([profile_id(12, -5), profile_id(3, 1_700_000_000_000_000_000)]) == [
+        (12, -5), (3, 1_700_000_000_000_000_000)]
+    with pytest.raises(ValueError, match='"abc" is not a profile id of this server'):
+        parse_profile_ids(["abc"])

@@ -25,14 +25,15 @@ type options struct {
 	maxNodes, limit                   int64
 	step                              float64
 	groupBy, spanIDs, calls           []string
+	profileIDs                        []string
 	aggregation, tenant               string
-	useJSON, sendGzip, tree           bool
+	useJSON, sendGzip, tree, exemplar bool
 	timeout                           time.Duration
 }
 
 func parseOptions() options {
 	var o options
-	var groupBy, spans, calls string
+	var groupBy, spans, calls, profileIDs string
 	flag.StringVar(&o.url, "url", "", "base URL of the querier, e.g. http://127.0.0.1:4040")
 	flag.Int64Var(&o.from, "from", 0, "start, epoch milliseconds")
 	flag.Int64Var(&o.until, "until", 0, "end, epoch milliseconds")
@@ -45,6 +46,8 @@ func parseOptions() options {
 	flag.Int64Var(&o.limit, "limit", 0, "SelectSeries limit (top N series); 0 leaves it unset")
 	flag.StringVar(&o.aggregation, "aggregation", "", "SelectSeries aggregation: sum, avg or empty (unset)")
 	flag.StringVar(&spans, "span-ids", "", "comma-separated span ids: also call SelectMergeSpanProfile")
+	flag.BoolVar(&o.exemplar, "exemplars", false, "SelectSeries asks for individual-profile exemplars")
+	flag.StringVar(&profileIDs, "profile-ids", "", "comma-separated profile_id_selector of SelectMergeStacktraces")
 	flag.Int64Var(&o.diffSplit, "diff-split", 0, "Diff compares from..split with split..until; default the middle")
 	flag.StringVar(&calls, "calls", "", "comma-separated methods to call (default: all, in Grafana's order)")
 	flag.BoolVar(&o.useJSON, "json", false, "send and receive JSON bodies instead of protobuf")
@@ -54,6 +57,7 @@ func parseOptions() options {
 	flag.DurationVar(&o.timeout, "timeout", 60*time.Second, "timeout of each call")
 	flag.Parse()
 	o.groupBy, o.spanIDs, o.calls = splitList(groupBy), splitList(spans), splitList(calls)
+	o.profileIDs = splitList(profileIDs)
 	if o.url == "" || o.until <= 0 {
 		fmt.Fprintln(os.Stderr, "usage: grafanaclient -url URL -from MS -until MS [-profile-type T] [-selector S]")
 		os.Exit(2)

@@ -22,6 +22,9 @@ func selectSeries(ctx context.Context, c querierv1connect.QuerierServiceClient, 
 	req := &querierv1.SelectSeriesRequest{ProfileTypeID: o.profileType, LabelSelector: o.selector,
 		Start: o.from, End: o.until, Step: o.step, GroupBy: o.groupBy,
 		ExemplarType: typesv1.ExemplarType_EXEMPLAR_TYPE_NONE}
+	if o.exemplar {
+		req.ExemplarType = typesv1.ExemplarType_EXEMPLAR_TYPE_INDIVIDUAL
+	}
 	if o.limit > 0 {
 		req.Limit = &o.limit
 	}
@@ -39,17 +42,22 @@ func selectSeries(ctx context.Context, c querierv1connect.QuerierServiceClient, 
 	out := []map[string]any{}
 	for _, s := range res.Msg.Series {
 		points := [][2]float64{}
+		exemplars := []map[string]any{}
 		for _, p := range s.Points {
 			points = append(points, [2]float64{float64(p.Timestamp), p.Value})
+			for _, e := range p.Exemplars {
+				exemplars = append(exemplars, map[string]any{"point": p.Timestamp, "timestamp": e.Timestamp,
+					"profile_id": e.ProfileId, "value": e.Value, "labels": labelMap(e.Labels)})
+			}
 		}
-		out = append(out, map[string]any{"labels": labelMap(s.Labels), "points": points})
+		out = append(out, map[string]any{"labels": labelMap(s.Labels), "points": points, "exemplars": exemplars})
 	}
 	return out, nil
 }
 
 func mergeRequest(o options, from, until int64) *querierv1.SelectMergeStacktracesRequest {
 	return &querierv1.SelectMergeStacktracesRequest{ProfileTypeID: o.profileType, LabelSelector: o.selector,
-		Start: from, End: until, MaxNodes: &o.maxNodes}
+		Start: from, End: until, MaxNodes: &o.maxNodes, ProfileIdSelector: o.profileIDs}
 }
 
 func selectMergeStacktraces(ctx context.Context, c querierv1connect.QuerierServiceClient, o options) (any, error) {

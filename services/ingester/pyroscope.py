@@ -44,13 +44,14 @@ def series_of(request: push_pb2.PushRequest) -> Series:
 
 def labels_of(pairs: Iterable) -> dict[str, str]:
     labels: dict[str, str] = {}
+    sent_as: dict[str, str] = {}  # our name -> the name the client sent
     for pair in pairs:
         if pair.name in DROPPED_LABELS:
             continue
         name = label_name(pair.name)
         if labels.get(name, pair.value) != pair.value:
-            raise ValueError(f'labels "{pair.name}" and another one both become "{name}" with different values')
-        labels[name] = pair.value
+            raise ValueError(f'labels "{sent_as[name]}" and "{pair.name}" both become "{name}" with different values')
+        labels[name], sent_as[name] = pair.value, pair.name
     return labels
 
 

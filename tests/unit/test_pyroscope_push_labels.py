@@ -1,0 +1,47 @@
+"""push.v1 series → the ingester's input: Pyroscope's label names made ours, its internal labels dropped."""
+
+import pytest
+
+from flamewatch.api.push.v1 import push_pb2
+from flamewatch.api.types.v1 import types_pb2
+from flamewatch.ingester.pyroscope import label_name, series_of
+
+
+def _request(*labelled: list[tuple[str, str]]) -> push_pb2.PushRequest:
+    return push_pb2.PushRequest(series=[push_pb2.RawProfileSeries(
+        labels=[types_pb2.LabelPair(name=k, value=v) for k, v in labels],
+        samples=[push_pb2.RawSample(ID=f"s{i}", raw_profile=b"pprof")]) for i, labels in enumerate(labelled)])
+
+
+@pytest.mark.parametrize(("name", "ours"), [
+    ("service_name", "service_name"),
+    ("__name__", "__name__"),
+    ("otel.scope.name", "otel_scope_name"),
+    ("k8s-pod/name", "k8s_pod_name"),
+    ("2xx", "_2xx"),
+    ("größe", "gr__e"),
+])
+def test_label_names_become_ours(name, ours):
+    assert label_name(name) == ours
+
+
+def test_series_keep_labels_and_samples_and_drop_pyroscopes_internal_labels():
+    request = _request([("__name__", "process_cpu"), ("service_name", "a"), ("__delta__", "false"),
+                        ("__session_id__", "1234"), ("process.runtime.name", "cpython")],
+                       [("__name__", "memory"), ("service_name", "b")])
+    assert series_of(request) == [
+        ({"__name__": "process_cpu", "service_name": "a", "process_runtime_name": "cpython"}, [("s0", b"pprof")]),
+        ({"__name__": "memory", "service_name": "b"}, [("s1", b"pprof")]),
+    ]
+
+
+def test_names_that_collide_with_different_values_are_refused():
+    with pytest.raises(ValueError, match='labels "a.b" and "a_b" both become "a_b" with different values'):
+        series_of(_request([("a.b", "1"), ("a_b", "2")]))
+    assert series_of(_request([("a.b", "1"), ("a_b", "1")]))[0][0] == {"a_b": "1"}
+
+
+def test_a_push_without_profiles_is_refused():
+    with pytest.raises(ValueError, match="push has no profiles"):
+        series_of(push_pb2.PushRequest(series=[push_pb2.RawProfileSeries(
+            labels=[types_pb2.LabelPair(name="service_name", value="a")])]))

@@ -16,7 +16,7 @@ UI_BUILD := $(UI)/dist/index.html
 UI_SOURCES := $(shell find $(UI)/src -type f 2>/dev/null) $(addprefix $(UI)/,index.html package.json vite.config.ts tsconfig.json)
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: deps run test proto lint bench bench-quick bench-pipeline bench-demo fuzz ui ui-test
+.PHONY: deps run test proto lint bench bench-quick bench-pipeline bench-demo bench-connect fuzz ui ui-test
 
 deps: $(VENV)/.installed $(MINIO) $(WORKLOAD)
 
@@ -90,6 +90,11 @@ bench-quick: deps
 bench-pipeline: deps
 	$(PY) bench/run.py
 	$(PY) bench/collector.py
+
+# What Pyroscope's Connect protocol adds to a flamegraph query over /api/v1/query (about 2 minutes each).
+bench-connect: deps
+	nice $(PY) bench/connect_latency.py
+	nice $(PY) bench/connect_latency.py --synthetic --sources 8
 
 # Coverage-guided fuzzing (not part of `test`): each target of fuzz/ for FUZZ_SECONDS, seeded from the
 # test corpora; prints executions and findings per target. `make fuzz FUZZ_SECONDS=60 FUZZ_TARGETS=time`

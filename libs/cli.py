@@ -289,6 +289,7 @@ def run_querier(args: argparse.Namespace) -> int:
     from flamewatch.querier.connect import router as connect_router
     from flamewatch.querier.engine import Querier
     from flamewatch.querier.paths import PathIndex
+    from flamewatch.querier.pyroscope_render import router as render_router
     from flamewatch.querier.rest import router
     from flamewatch.querier.service import register_grpc
     from flamewatch.storage.disk_cache import DiskCache
@@ -304,7 +305,8 @@ def run_querier(args: argparse.Namespace) -> int:
         blocks = BlockCache(source, config.cache_bytes, config.fetch_concurrency, PathIndex())
         stack.callback(blocks.close)
         querier = Querier(db, blocks, config)
-        await _serve(args, listeners, [router(querier), connect_router(querier)], register_grpc(querier),
+        routers = [router(querier), connect_router(querier), render_router(querier)]
+        await _serve(args, listeners, routers, register_grpc(querier),
                      ready=storage_readiness(store, db))
 
     return _run(main)
@@ -369,6 +371,7 @@ def run_all(args: argparse.Namespace) -> int:
     from flamewatch.querier.connect import router as query_connect_router
     from flamewatch.querier.engine import Querier
     from flamewatch.querier.paths import PathIndex
+    from flamewatch.querier.pyroscope_render import router as render_router
     from flamewatch.querier.rest import router as query_router
     from flamewatch.querier.service import register_grpc as register_query
     from flamewatch.scrapeconfig import parse_config
@@ -403,7 +406,7 @@ def run_all(args: argparse.Namespace) -> int:
             register_collector(collector)(server)
 
         routers = [ingest_router(ingester), query_router(querier), query_connect_router(querier),
-                   collector_router(collector), ui_router(DEFAULT_UI_DIR)]
+                   render_router(querier), collector_router(collector), ui_router(DEFAULT_UI_DIR)]
         # The collector stops while the servers still run, so what it has queued reaches the ingester.
         await _serve(args, listeners, routers, register, before_stop=collector.stop,
                      ready=storage_readiness(store, db),

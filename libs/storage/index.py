@@ -308,3 +308,11 @@ def profile_types(db: Database, tenant: str, start: int, end: int) -> list[str]:
             " ORDER BY 1", [tenant, start, end]
         ).fetchall()
     return [r[0] for r in rows]
+
+
+def time_bounds(db: Database, tenant: str) -> tuple[int, int] | None:
+    """The earliest first_seen and latest last_seen of the tenant's series; None if it has none."""
+    with db.connection() as conn:
+        oldest, newest = conn.execute(
+            "SELECT min(first_seen), max(last_seen) FROM series WHERE tenant = %s", [tenant]).fetchone()
+    return None if oldest is None else (int(oldest), int(newest))

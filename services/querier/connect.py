@@ -13,22 +13,34 @@ service that are not in the table answer Connect `unimplemented`.
 from __future__ import annotations
 
 import asyncio
+import gzip
+import re
 import time
 from collections.abc import Callable, Sequence
 
+import numpy as np
 from fastapi import APIRouter
 from google.protobuf.message import Message
 
+from flamewatch.api.google.v1 import profile_pb2
 from flamewatch.api.querier.v1 import querier_pb2
 from flamewatch.api.types.v1 import types_pb2
+from flamewatch.labels.selector import Matcher, Query, parse_selector
 from flamewatch.pprof.profile_types import ProfileType
-from flamewatch.querier.engine import Querier
+from flamewatch.querier import api
+from flamewatch.querier.calltree import CallTree
+from flamewatch.querier.engine import Points, Querier
+from flamewatch.querier.formats.flamegraph import render_flamegraph
+from flamewatch.querier.pyroscope_tree import encode_tree
 from flamewatch.rpc import connect
+from flamewatch.rpc.errors import UnimplementedError
 
 SERVICE = querier_pb2.DESCRIPTOR.services_by_name["QuerierService"]
 
 _NS_PER_MS = 10**6
 _DEFAULT_SPAN_NS = 3600 * 10**9  # as our APIs' default range
+_SPAN_LABEL = "span_id"
+_SUM, _AVERAGE = types_pb2.TIME_SERIES_AGGREGATION_TYPE_SUM, types_pb2.TIME_SERIES_AGGREGATION_TYPE_AVERAGE
 
 # (querier, tenant, request) -> response; plain and blocking.
 Method = Callable[[Querier, str, Message], Message]
@@ -86,11 +98,187 @@ def _label_sets(found, names: Sequence[str]) -> list[dict[str, str]]:
     return [dict(pairs) for pairs in sorted(unique)]
 
 
+# ------------------------------------------------------------------------- merges, series, diff, stats
+# Requests name a profile type and a label selector apart: they are joined into our query text, so
+# selector and profile-type semantics are those of /api/v1.
+
+
+def query_text(profile_type_id: str, label_selector: str, extra: Sequence[Matcher] = ()) -> str:
+    """Our query text, `<profile type>{<matchers>}`, from Pyroscope's separate fields."""
+    if not profile_type_id:
+        raise ValueError("profile_typeID is empty: name a profile type, e.g. "
+                         "process_cpu:cpu:nanoseconds:cpu:nanoseconds")
+    try:
+        matchers = parse_selector(label_selector or "{}")
+    except ValueError as exc:
+        raise ValueError(f"label_selector: {exc}") from exc
+    return str(Query(profile_type_id, (*matchers, *extra)))  # Query names a bad profile type
+
+
+def span_matcher(span_ids: Sequence[str]) -> Matcher:
+    """The sample matcher that keeps the samples of any of the spans."""
+    if not span_ids:
+        raise ValueError("span_selector is empty: give the span ids whose samples to merge")
+    return Matcher(_SPAN_LABEL, "=~", "|".join(re.escape(s) for s in span_ids))
+
+
+def _max_nodes(q: Querier, requested: int | None) -> int:
+    """Pyroscope's max_nodes: unset or 0 means the default."""
+    return api.check_max_nodes(requested or None, q.config.default_max_nodes)
+
+
+def _optional(message, field: str) -> int | None:
+    return getattr(message, field) if message.HasField(field) else None
+
+
+def _select_merge_stacktraces(q: Querier, tenant: str, req: querier_pb2.SelectMergeStacktracesRequest
+                              ) -> querier_pb2.SelectMergeStacktracesResponse:
+    extra = [span_matcher(req.span_selector)] if req.span_selector else []
+    text = query_text(req.profile_typeID, req.label_selector, extra)
+    start, end = time_range_ms(req.start, req.end)
+    limit = _max_nodes(q, _optional(req, "max_nodes"))
+    if req.format == querier_pb2.PROFILE_FORMAT_PPROF:
+        if req.profile_id_selector:
+            raise UnimplementedError("profile_id_selector with PROFILE_FORMAT_PPROF is not supported; "
+                                     "ask for PROFILE_FORMAT_FLAMEGRAPH or PROFILE_FORMAT_TREE")
+        _, body = q.pprof(tenant, text, start, end, None)
+        return querier_pb2.SelectMergeStacktracesResponse(pprof=querier_pb2.PprofProfile(profile=_pprof_message(body)))
+    profiles = parse_profile_ids(req.profile_id_selector) if req.profile_id_selector else None
+    merged = q.merge(tenant, text, start, end, profiles=profiles)
+    if req.format == querier_pb2.PROFILE_FORMAT_TREE:
+        return querier_pb2.SelectMergeStacktracesResponse(tree=encode_tree(merged.tree, limit))
+    if req.format not in (querier_pb2.PROFILE_FORMAT_UNSPECIFIED, querier_pb2.PROFILE_FORMAT_FLAMEGRAPH):
+        raise UnimplementedError(f"format {querier_pb2.ProfileFormat.Name(req.format)} is not supported; "
+                                 "supported: PROFILE_FORMAT_FLAMEGRAPH, PROFILE_FORMAT_TREE, PROFILE_FORMAT_PPROF")
+    return querier_pb2.SelectMergeStacktracesResponse(flamegraph=_rendered_flamegraph(merged.tree, limit))
+
+
+def _select_merge_span_profile(q: Querier, tenant: str, req: querier_pb2.SelectMergeSpanProfileRequest
+                               ) -> querier_pb2.SelectMergeSpanProfileResponse:
+    text = query_text(req.profile_typeID, req.label_selector, [span_matcher(req.span_selector)])
+    merged = q.merge(tenant, text, *time_range_ms(req.start, req.end))
+    limit = _max_nodes(q, _optional(req, "max_nodes"))
+    if req.format == querier_pb2.PROFILE_FORMAT_TREE:
+        return querier_pb2.SelectMergeSpanProfileResponse(tree=encode_tree(merged.tree, limit))
+    return querier_pb2.SelectMergeSpanProfileResponse(flamegraph=_rendered_flamegraph(merged.tree, limit))
+
+
+def _select_merge_profile(q: Querier, tenant: str, req: querier_pb2.SelectMergeProfileRequest) -> profile_pb2.Profile:
+    """The merge as pprof, with everything stored (lines, mappings, sample labels); not truncated."""
+    text = query_text(req.profile_typeID, req.label_selector)
+    _, body = q.pprof(tenant, text, *time_range_ms(req.start, req.end), None)
+    return _pprof_message(body)
+
+
+def _diff(q: Querier, tenant: str, req: querier_pb2.DiffRequest) -> querier_pb2.DiffResponse:
+    sides = []
+    for name, side in (("left", req.left), ("right", req.right)):
+        if not side.profile_typeID:
+            raise ValueError(f"{name}: profile_typeID is empty: both sides need a query")
+        sides.append((query_text(side.profile_typeID, side.label_selector), *time_range_ms(side.start, side.end)))
+    limit = _max_nodes(q, max(_optional(req.left, "max_nodes") or 0, _optional(req.right, "max_nodes") or 0))
+    body = api.diff(q, tenant, sides[0], sides[1], limit)
+    return querier_pb2.DiffResponse(flamegraph=querier_pb2.FlameGraphDiff(
+        names=body["names"], levels=[querier_pb2.Level(values=v) for v in body["levels"]], total=body["total"],
+        max_self=body["max_self"], leftTicks=body["left_ticks"], rightTicks=body["right_ticks"]))
+
+
+def _rendered_flamegraph(tree: CallTree, limit: int) -> querier_pb2.FlameGraph:
+    return _flamegraph_message(render_flamegraph(tree, limit))
+
+
+def _flamegraph_message(body: dict) -> querier_pb2.FlameGraph:
+    return querier_pb2.FlameGraph(names=body["names"], levels=[querier_pb2.Level(values=v) for v in body["levels"]],
+                                  total=body["total"], max_self=body["max_self"])
+
+
+def _pprof_message(gzipped: bytes) -> profile_pb2.Profile:
+    """Our rendered pprof as Pyroscope's google.v1.Profile (the same field numbers)."""
+    return profile_pb2.Profile.FromString(gzip.decompress(gzipped))
+
+
+def _select_series(q: Querier, tenant: str, req: querier_pb2.SelectSeriesRequest) -> querier_pb2.SelectSeriesResponse:
+    if req.step < 0 or not np.isfinite(req.step):
+        raise ValueError(f"step must be a positive number of seconds, got {req.step}")
+    text = query_text(req.profile_typeID, req.label_selector)
+    start, end = time_range_ms(req.start, req.end)
+    step = api.step_ns(int(req.step * 10**9) or None, start, end)
+    aggregation = _optional(req, "aggregation")
+    if aggregation not in (None, _SUM, _AVERAGE):
+        raise ValueError(f"unknown aggregation {aggregation}; known: TIME_SERIES_AGGREGATION_TYPE_SUM, "
+                         "TIME_SERIES_AGGREGATION_TYPE_AVERAGE")
+    if req.exemplar_type == types_pb2.EXEMPLAR_TYPE_SPAN:
+        raise UnimplementedError("exemplar_type EXEMPLAR_TYPE_SPAN is not supported; "
+                                 "EXEMPLAR_TYPE_INDIVIDUAL names individual profiles")
+    totals = q.query_range(tenant, text, start, end, step, list(req.group_by),
+                           average=aggregation == _AVERAGE,
+                           exemplars=req.exemplar_type == types_pb2.EXEMPLAR_TYPE_INDIVIDUAL)
+    series = _top(totals.series, _optional(req, "limit"))
+    return querier_pb2.SelectSeriesResponse(series=[_series_message(p) for p in series])
+
+
+def _top(series: list[Points], limit: int | None) -> list[Points]:
+    """The `limit` series with the largest sums, in their original order (all when unset or 0)."""
+    if limit is not None and limit < 0:
+        raise ValueError(f"limit must not be negative, got {limit}")
+    if not limit or limit >= len(series):
+        return series
+    sums = np.array([float(np.sum(p.values)) for p in series])
+    keep = np.sort(np.argsort(-sums, kind="stable")[:limit])
+    return [series[i] for i in keep.tolist()]
+
+
+def _series_message(p: Points) -> types_pb2.Series:
+    points = [types_pb2.Point(timestamp=t, value=v)
+              for t, v in zip((p.timestamps // _NS_PER_MS).tolist(), p.values.tolist(), strict=True)]
+    if p.exemplars is not None:
+        e = p.exemplars
+        for point, i, t, v, labels in zip(points, e.series_id.tolist(), e.time.tolist(), e.value.tolist(),
+                                          e.labels, strict=True):
+            point.exemplars.add(timestamp=t // _NS_PER_MS, profile_id=profile_id(i, t), value=v,
+                                labels=label_pairs(labels))
+    return types_pb2.Series(labels=label_pairs(p.labels), points=points)
+
+
+# A profile is known by its series and its time in ns: both survive compaction, which moves it to
+# another block and row.
+def profile_id(series_id: int, time_ns: int) -> str:
+    return f"{series_id}-{time_ns}"
+
+
+def parse_profile_ids(ids: Sequence[str]) -> list[tuple[int, int]]:
+    """`profile_id_selector` as (series id, time) pairs; an id this server did not give is refused."""
+    pairs = []
+    for text in ids:
+        series_id, _, time_ns = text.partition("-")
+        if not (series_id.isdigit() and time_ns.lstrip("-").isdigit()):
+            raise ValueError(f'profile_id_selector: "{text}" is not a profile id of this server '
+                             '(<series id>-<time ns>, as SelectSeries exemplars give them)')
+        pairs.append((int(series_id), int(time_ns)))
+    return pairs
+
+
+def _get_profile_stats(q: Querier, tenant: str, _req: types_pb2.GetProfileStatsRequest
+                       ) -> types_pb2.GetProfileStatsResponse:
+    bounds = q.time_bounds(tenant)
+    if bounds is None:
+        return types_pb2.GetProfileStatsResponse(data_ingested=False)
+    oldest, newest = bounds
+    return types_pb2.GetProfileStatsResponse(data_ingested=True, oldest_profile_time=oldest // _NS_PER_MS,
+                                             newest_profile_time=newest // _NS_PER_MS)
+
+
 METHODS: dict[str, Method] = {
     "ProfileTypes": _profile_types,
     "LabelNames": _label_names,
     "LabelValues": _label_values,
     "Series": _series,
+    "SelectMergeStacktraces": _select_merge_stacktraces,
+    "SelectMergeSpanProfile": _select_merge_span_profile,
+    "SelectMergeProfile": _select_merge_profile,
+    "SelectSeries": _select_series,
+    "Diff": _diff,
+    "GetProfileStats": _get_profile_stats,
 }
 
 

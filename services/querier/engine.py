@@ -49,10 +49,21 @@ class Merged:
 
 
 @dataclass(frozen=True, eq=False)
+class Exemplars:
+    """Per point of a Points, the profile with the largest total in its step."""
+
+    series_id: np.ndarray  # int64
+    time: np.ndarray  # int64 ns, the profile's own time
+    value: np.ndarray  # int64, the profile's total
+    labels: list[dict[str, str]]  # of each profile's series
+
+
+@dataclass(frozen=True, eq=False)
 class Points:
     labels: dict[str, str]
     timestamps: np.ndarray  # int64 ns, start of each step
     values: np.ndarray  # float64
+    exemplars: Exemplars | None = None  # only when asked for, and only from the index
 
 
 @dataclass(frozen=True, eq=False)
@@ -121,19 +132,29 @@ class Querier:
     # ------------------------------------------------------------------------------------ totals
 
     def query_range(self, tenant: str, query: str, start: int, end: int, step: int,
-                    group_by: Sequence[str]) -> Totals:
+                    group_by: Sequence[str], average: bool = False, exemplars: bool = False) -> Totals:
+        """Totals per step. `average` gives the mean total of the profiles in each step of each group
+        (Pyroscope's average aggregation) instead of their sum (their per-series mean for gauges);
+        `exemplars` names the largest profile of each point (not when samples are filtered or grouped)."""
         sel = self._select(tenant, query, start, end)
         present = {name for s in sel.series for name in s.labels}
         by_sample = [g for g in group_by if g not in present]
         if sel.by_samples or (by_sample and sel.series):
+            if average:
+                raise ValueError("the average aggregation needs whole profiles: it cannot be combined with "
+                                 "matchers or group_by on sample labels")
             points = self._sample_points(sel, start, end, step, group_by, by_sample)
             seen = {name for p in points for name in by_sample if p.labels[name]}
             return Totals(points, _absent_labels(sel.series, [g for g in group_by if g not in seen]))
-        return Totals(self._points(sel.profile_type, sel.series, start, end, step, group_by),
+        return Totals(self._points(sel.profile_type, sel.series, start, end, step, group_by, average, exemplars),
                       _absent_labels(sel.series, group_by))
 
+    def time_bounds(self, tenant: str) -> tuple[int, int] | None:
+        """The first and last times the tenant's series were seen; None before any profile was stored."""
+        return index.time_bounds(self.db, tenant)
+
     def _points(self, ptype: ProfileType, series: list[Series], start: int, end: int, step: int,
-                group_by: Sequence[str]) -> list[Points]:
+                group_by: Sequence[str], average: bool = False, exemplars: bool = False) -> list[Points]:
         rows = index.profile_totals(self.db, [s.id for s in series], start, end)
         labels_of = {s.id: {k: s.labels.get(k, "") for k in group_by} for s in series}
         groups = sorted({tuple(sorted(v.items())) for v in labels_of.values()})
@@ -143,8 +164,14 @@ class Querier:
                                 np.int64)
         row_group = series_group[np.searchsorted(series_ids, rows.series_id)]
         bucket = _buckets(rows.time, start, step)
-        return [Points(dict(g), _bucket_starts(b, start, step), v)
-                for g, (b, v) in zip(groups, _bucket_totals(rows, row_group, bucket, len(groups), ptype.is_gauge))]
+        largest: list[Exemplars | None] = [None] * len(groups)
+        if exemplars:
+            labels = {s.id: s.labels for s in series}
+            largest = [Exemplars(i, t, v, [labels[k] for k in i.tolist()])
+                       for i, t, v in _largest_per_step(rows, row_group, bucket, len(groups))]
+        return [Points(dict(g), _bucket_starts(b, start, step), v, e)
+                for g, (b, v), e in zip(groups, _bucket_totals(rows, row_group, bucket, len(groups),
+                                                               ptype.is_gauge and not average, average), largest)]
 
     def _sample_points(self, sel: Selection, start: int, end: int, step: int, group_by: Sequence[str],
                        by_sample: Sequence[str]) -> list[Points]:
@@ -165,9 +192,13 @@ class Querier:
 
     # ------------------------------------------------------------------------------------ merges
 
-    def merge(self, tenant: str, query: str, start: int, end: int, granularity: str = "functions") -> Merged:
+    def merge(self, tenant: str, query: str, start: int, end: int, granularity: str = "functions",
+              profiles: Sequence[tuple[int, int]] | None = None) -> Merged:
+        """The merge of the matching profiles; with `profiles`, of only those (series id, time) pairs."""
         sel = self._select(tenant, query, start, end)
         rows = index.profile_rows(self.db, [s.id for s in sel.series], start, end)
+        if profiles is not None:
+            rows = rows.take(np.flatnonzero(_is_one_of(rows, profiles)))
         weights = _gauge_weights(rows) if sel.profile_type.is_gauge else None
         return Merged(sel.profile_type, self._merge_rows(rows, sel, weights, granularity), len(rows))
 
@@ -214,6 +245,14 @@ class Querier:
         return merge_blocks(self.blocks, r.keys, r.block_id, r.row, r.weights, r.filters, r.row_filter, granularity)
 
 
+def _is_one_of(rows: ProfileRows, profiles: Sequence[tuple[int, int]]) -> np.ndarray:
+    """Whether each row is one of the (series id, time) pairs; one pass per pair a request names."""
+    keep = np.zeros(len(rows), bool)
+    for series_id, time_ns in profiles:
+        keep |= (rows.series_id == series_id) & (rows.time == time_ns)
+    return keep
+
+
 # A range may span all of int64 (from 1677 to 2262), so time - start does not fit in int64: it is taken
 # modulo 2**64 in uint64, exact because time >= start; the bucket starts are mapped back the same way.
 def _buckets(times: np.ndarray, start: int, step: int) -> np.ndarray:
@@ -257,9 +296,10 @@ def _gauge_weights(rows: ProfileRows) -> np.ndarray:
     return 1.0 / counts[inverse]
 
 
-def _bucket_totals(rows: ProfileRows, group: np.ndarray, bucket: np.ndarray, n_groups: int, gauge: bool):
+def _bucket_totals(rows: ProfileRows, group: np.ndarray, bucket: np.ndarray, n_groups: int, gauge: bool,
+                   average: bool = False):
     """Per group, the steps that have data and their value: sums, or for gauges the per-series
-    mean within the step summed across series."""
+    mean within the step summed across series, or with `average` the mean over the step's profiles."""
     values = rows.total.astype(np.float64)
     if gauge:
         code, first = row_codes([group, bucket, rows.series_id])
@@ -267,9 +307,25 @@ def _bucket_totals(rows: ProfileRows, group: np.ndarray, bucket: np.ndarray, n_g
         group, bucket = group[first], bucket[first]
     code, first = row_codes([group, bucket])
     sums = np.bincount(code, weights=values, minlength=len(first))
+    if average:
+        sums = sums / np.maximum(np.bincount(code, minlength=len(first)), 1)
     groups, buckets = group[first], bucket[first]  # ascending by group, then step
     bounds = np.searchsorted(groups, np.arange(n_groups + 1))
     return [(buckets[lo:hi], sums[lo:hi]) for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+
+def _largest_per_step(rows: ProfileRows, group: np.ndarray, bucket: np.ndarray,
+                      n_groups: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per group, per step with data (in the order of `_bucket_totals`), the series id, time and total
+    of the profile with the largest total."""
+    if not len(group):
+        return [(np.zeros(0, np.int64),) * 3 for _ in range(n_groups)]
+    inverse, first_rows = row_codes([group, bucket])
+    uniq = np.stack([group, bucket], axis=1)[first_rows]
+    order = np.lexsort((rows.time, -rows.total, inverse))  # largest first; ties to the earliest
+    first = order[np.r_[True, inverse[order][1:] != inverse[order][:-1]]]
+    picks = [first[uniq[:, 0] == g] for g in range(n_groups)]
+    return [(rows.series_id[p], rows.time[p], rows.total[p]) for p in picks]
 
 
 def _step_gauge_weights(rows: ProfileRows, bucket: np.ndarray) -> np.ndarray:

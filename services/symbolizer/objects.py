@@ -36,11 +36,9 @@ class ObjectFile:
 
     def resolve(self, file_offsets: np.ndarray) -> list[list[Frame]]:
         """Frames per file offset, innermost inlined first ([] where nothing covers it)."""
+        # Looked up as they are, as pprof does: a profile holds the pc of the call instruction for callers
+        # (Go's runtime writes Frame.PC), so no return-address adjustment is made here.
         relative = self.segments.relative_addresses(np.asarray(file_offsets, np.uint64))
-        if self.go is not None:
-            # Go profiles hold return addresses (the runtime adds one to the leaf pc too), and the
-            # Go runtime looks each up at pc - 1; so does this, to name the same lines.
-            relative = np.where(relative > 0, relative - 1, relative)
         unique, inverse = np.unique(relative, return_inverse=True)
         looked_up = self._lookup(unique)
         return [looked_up[i] for i in inverse.reshape(-1).tolist()]

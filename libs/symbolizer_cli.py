@@ -64,7 +64,9 @@ def symbolization(stack, address: str | None, db):
 
     client = GrpcSymbolizer(address)
     stack.callback(client.close)
-    return Symbolization(client, db)
+    step = Symbolization(client, db)
+    stack.callback(step.close)  # before the database closes: the stack closes the last opened first
+    return step
 
 
 def _symbolizer_parser(sub) -> None:

@@ -17,7 +17,7 @@ from typing import Protocol
 import numpy as np
 
 from flamewatch.querier.paths import PathIndex
-from flamewatch.querier.symbolization import BlockChains, QuerySymbols
+from flamewatch.querier.symbolization import QuerySymbols
 from flamewatch.storage.block import BlockReader
 from flamewatch.storage.errors import BlocksMissing, ObjectNotFound
 
@@ -49,8 +49,8 @@ class LoadedBlock:
     def paths(self, granularity: str, symbols: QuerySymbols | None = None) -> np.ndarray:
         """Path id per stack node at "functions" or "lines" granularity; with `symbols`, frames stored as
         addresses are named by what the symbolizer answered (kept per answer generation)."""
-        if symbols is not None and (chains := symbols.chains(self.reader)) is not None:
-            return self._symbolized_paths(granularity, symbols.generation, chains)
+        if symbols is not None and symbols.has_addresses(self.reader):
+            return self._symbolized_paths(granularity, symbols)
         if granularity == "functions":
             return self.node_paths
         with self._lock:
@@ -59,11 +59,13 @@ class LoadedBlock:
             return self._line_paths
 
 
-    def _symbolized_paths(self, granularity: str, generation: int, chains: BlockChains) -> np.ndarray:
+    def _symbolized_paths(self, granularity: str, symbols: QuerySymbols) -> np.ndarray:
+        generation = symbols.generation  # read first: an answer learnt meanwhile only makes the entry stale
         with self._lock:
             cached = self._symbolized.get(granularity)
             if cached is not None and cached[0] == generation:
                 return cached[1]
+        chains = symbols.chains(self.reader)
         r = self.reader
         names = chains.names if granularity == "functions" else chains.line_names
         frames = np.where(r.node_location >= 0, r.node_location, 0)

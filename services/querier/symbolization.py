@@ -17,6 +17,7 @@ import json
 import logging
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -99,7 +100,10 @@ class QuerySymbols:
     def prepare(self, readers: list[BlockReader]) -> None:
         self.symbolization.prepare(readers, self.state)
 
-    def chains(self, reader: BlockReader) -> BlockChains | None:
+    def has_addresses(self, reader: BlockReader) -> bool:
+        return len(_unresolved(reader).frame) > 0
+
+    def chains(self, reader: BlockReader) -> BlockChains:
         return self.symbolization.chains(reader)
 
 
@@ -111,6 +115,7 @@ class Symbolization:
         self._chains: list[Chain] = []
         self._chain_ids: dict[Chain, int] = {}
         self._missing_until: dict[str, float] = {}  # object key -> when to ask again
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="symbolized-frames")
         self.generation = 0  # grows whenever an answer is learnt
         self.calls = 0  # symbolizer calls made, for tests and benchmarks
 
@@ -138,11 +143,9 @@ class Symbolization:
     def _block_settled(self, reader: BlockReader) -> bool:
         return reader.__dict__.get("_symbolization_settled_until", 0.0) > time.monotonic()
 
-    def chains(self, reader: BlockReader) -> BlockChains | None:
-        """The block's frames with what is known of them; None when it has nothing to symbolize."""
+    def chains(self, reader: BlockReader) -> BlockChains:
+        """The block's frames with what is known of them."""
         un = _unresolved(reader)
-        if not len(un.frame):
-            return None
         with self._lock:
             ids = np.array([self._known.get((k, o), -1) for k, o in zip(un.key.tolist(), un.offset.tolist())],
                            np.int64)
@@ -192,6 +195,10 @@ class Symbolization:
         self._learn(learnt, persist=self._db is not None)
         return True
 
+    def close(self) -> None:
+        """Wait for the answers still being written to Postgres."""
+        self._writer.shutdown(wait=True)
+
     def _not_known(self, key: str, offsets: np.ndarray) -> np.ndarray:
         with self._lock:
             return np.array([o for o in offsets.tolist() if (key, o) not in self._known], np.uint64)
@@ -204,8 +211,8 @@ class Symbolization:
                 for offset, chain in zip(offsets.tolist(), chains):
                     self._known[(key, offset)] = self._chain_id(chain)
             self.generation += 1
-        if persist:
-            self._persist(found)
+        if persist:  # a cache: written behind the answer, in order, by one thread
+            self._writer.submit(self._persist, found)
 
     def _chain_id(self, chain: Chain) -> int:
         found = self._chain_ids.get(chain)

@@ -32,7 +32,8 @@ def upload_debuginfo(files: Sequence[Path], address: str, timeout: float) -> Ite
             try:
                 done = stub.UploadDebuginfo(_chunks(path, data, build_id), timeout=timeout)
             except grpc.RpcError as exc:
-                raise DebuginfoUploadError(f"{path}: refused by {address} ({exc.code().name}): {exc.details()}") \
+                verb = "cannot reach" if exc.code() == grpc.StatusCode.UNAVAILABLE else "refused by"
+                raise DebuginfoUploadError(f"{path}: {verb} {address} ({exc.code().name}): {exc.details()}") \
                     from exc
             yield f"{path}: stored as build ID {done.build_id} ({done.size} bytes, {', '.join(done.features)})"
 

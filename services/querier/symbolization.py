@@ -23,6 +23,7 @@ from typing import Protocol
 
 import numpy as np
 
+from flamewatch.pprof.wire import expand_ranges
 from flamewatch.storage.block import BlockReader
 from flamewatch.storage.postgres import Database
 
@@ -276,21 +277,25 @@ def _wanted(parts: list[_Unresolved]) -> dict[str, tuple[str, str, np.ndarray]]:
 
 def _block_chains(reader: BlockReader, frames: np.ndarray, ids: np.ndarray, chains: list[Chain]) -> BlockChains:
     """Each frame's names, outermost first: a symbolized frame's chain, any other frame its stored name."""
-    n = len(reader.frames["function"])
-    lengths = np.ones(n, np.int64)
     used, inverse = np.unique(ids, return_inverse=True)
-    used_chains = [chains[i] for i in used.tolist()]
-    used_len = np.array([max(len(c), 1) for c in used_chains], np.int64)
-    lengths[frames] = used_len[inverse]
+    inverse = inverse.reshape(-1)
+    flat_names, flat_lines, run = _flattened([chains[i] for i in used.tolist()])
+    lengths = np.ones(len(reader.frames["function"]), np.int64)
+    lengths[frames] = np.maximum(run[inverse], 1)  # a chain with no frame keeps the frame's stored name
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     names = np.repeat(reader.location_names, lengths).astype(object)
     line_names = np.repeat(reader.location_line_names, lengths).astype(object)
-    for chain_index, chain in enumerate(used_chains):  # one step per distinct symbolized location
-        if not chain:
-            continue
-        at = offsets[frames[inverse == chain_index]]
-        outermost_first = chain[::-1]
-        for j, (function, file, line) in enumerate(outermost_first):
-            names[at + j] = function
-            line_names[at + j] = f"{function} {file.rsplit('/', 1)[-1]}:{line}" if file else function
+    chain_start = np.cumsum(run) - run
+    target = expand_ranges(offsets[frames], run[inverse])
+    source = expand_ranges(chain_start[inverse], run[inverse])
+    names[target] = flat_names[source]
+    line_names[target] = flat_lines[source]
     return BlockChains(offsets, names, line_names)
+
+
+def _flattened(chains: list[Chain]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Names and line names of the chains, each outermost first, end to end; and each chain's length."""
+    frames = [frame for chain in chains for frame in reversed(chain)]  # one step per distinct frame
+    names = np.array([f[0] for f in frames], object)
+    lines = np.array([f"{f[0]} {f[1].rsplit('/', 1)[-1]}:{f[2]}" if f[1] else f[0] for f in frames], object)
+    return names, lines, np.array([len(c) for c in chains], np.int64)

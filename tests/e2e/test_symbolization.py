@@ -26,7 +26,7 @@ from e2e.cluster import FLAMEWATCH, Service, Storage
 from infra import native
 from infra.gotargets import TARGETS_SOURCE_DIR, GoTarget
 
-from flamewatch.api.flamewatch.v1 import symbolizer_pb2, symbolizer_pb2_grpc
+from flamewatch.api.flamewatch.v1 import query_pb2, query_pb2_grpc, symbolizer_pb2, symbolizer_pb2_grpc, types_pb2
 from flamewatch.api.perftools.profiles import profile_pb2
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.s3, pytest.mark.go]
@@ -232,6 +232,11 @@ def test_symbolizer_outage_answers_with_addresses_and_says_partial(stack: Stack,
         assert answer["partial"] is True
         assert "symbolizer is unavailable" in answer["warnings"][0]
         assert any(n.startswith("[burn] 0x") for n in names_of(answer["tree"]))
+        with grpc.insecure_channel(stack.querier.grpc_address) as channel:
+            response = query_pb2_grpc.QueryServiceStub(channel).Query(query_pb2.QueryRequest(
+                query=f'{CPU}{{service_name="burn-outage"}}', range=types_pb2.TimeRange(
+                    start_ns=time.time_ns() - 3600 * 10**9, end_ns=time.time_ns())), timeout=60)
+        assert response.partial and "symbolizer is unavailable" in response.warnings[0]
     finally:
         stack.symbolizer.start()
     assert stack.upload_debuginfo(binary.path).returncode == 0

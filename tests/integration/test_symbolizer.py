@@ -64,7 +64,8 @@ def _addr2line(binary: Path, addresses: list[int]) -> list[list[tuple[str, str, 
     return frames
 
 
-@pytest.mark.parametrize("flags", [("-O2",), ("-O2", "-no-pie")], ids=["pie", "classic-executable"])
+@pytest.mark.parametrize("flags", [("-O2",), ("-O2", "-no-pie"), ("-O2", "-shared", "-fPIC")],
+                         ids=["pie", "classic-executable", "shared-library"])
 def test_frames_and_inlined_frames_match_addr2line(tmp_path: Path, flags: tuple[str, ...]):
     binary = native.build_c("burn", *flags, "-DVARIANT=7")
     s = _symbolizer(tmp_path)

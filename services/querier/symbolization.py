@@ -165,8 +165,10 @@ class Symbolization:
         found = {}
         with self._db.connection() as conn:
             for key, (_, _, offsets) in wanted.items():
+                # typed: an untyped list of Python ints is sent as numeric[], which compares row by row
                 rows = conn.execute("SELECT file_offset, frames FROM symbolized_frames WHERE object_key = %s "
-                                    "AND file_offset = ANY(%s)", (key, offsets.view(np.int64).tolist())).fetchall()
+                                    "AND file_offset = ANY(%s::int8[])",
+                                    (key, offsets.view(np.int64).tolist())).fetchall()
                 if rows:
                     found[key] = (np.array([r[0] for r in rows], np.int64).view(np.uint64),
                                   [tuple(tuple(f) for f in r[1]) for r in rows])

@@ -153,3 +153,29 @@ def test_debuginfod_is_asked_once_for_a_missing_build_id_until_the_negative_cach
             assert s.exists(build_id) == (True, server.url)
         finally:
             client.close()
+
+
+def test_debuginfod_debug_file_takes_its_load_segments_from_the_served_executable(tmp_path: Path):
+    binary = native.build_c("burn", "-O2", "-DVARIANT=11")
+    served = tmp_path / "served"
+    served.mkdir()
+    (served / "burn").write_bytes(binary.stripped.read_bytes())
+    (served / "burn.debug").write_bytes(binary.debug.read_bytes())
+    build_id = _build_id(binary.path)
+    _, offset, size = _text_range(binary.path)
+    offsets = np.arange(offset, offset + size, 7, dtype=np.uint64)
+    want = _symbolizer(tmp_path / "uploaded")
+    want.upload(binary.path.read_bytes(), "burn")
+    with native.Debuginfod(served, tmp_path) as server:
+        server.wait_for(build_id)
+        client = DebuginfodClient((server.url,), 10, 60)
+        try:
+            s = _symbolizer(tmp_path / "fetched", client)
+            got = s.symbolize([ObjectRequest(build_id, "", offsets)])[0]
+            objects = FilesystemConfig(str(tmp_path / "fetched" / "objects"))
+            meta = DebuginfoStore(FilesystemObjectStore.from_config(objects)).meta(build_id)
+        finally:
+            client.close()
+    assert "debug" in meta.features and meta.segments_from_file
+    assert got.locations == want.symbolize([ObjectRequest(build_id, "", offsets)])[0].locations
+    assert any(got.locations)

@@ -109,8 +109,10 @@ class QuerySymbols:
 
 
 class Symbolization:
-    def __init__(self, symbolizer: Symbolizer, db: Database | None, retry_missing_s: float = 5.0):
-        self._symbolizer, self._db, self._retry_s = symbolizer, db, retry_missing_s
+    def __init__(self, symbolizer: Symbolizer, db: Database | None, retry_missing_s: float = 5.0,
+                 max_known: int = 2_000_000):
+        self._symbolizer, self._db, self._retry_s, self._max_known = symbolizer, db, retry_missing_s, max_known
+        self._epoch = 0  # grows when the answers in memory are dropped
         self._lock = threading.Lock()
         self._known: dict[tuple[str, int], int] = {}  # (object key, offset) -> chain id
         self._chains: list[Chain] = []
@@ -128,6 +130,7 @@ class Symbolization:
     def prepare(self, readers: list[BlockReader], state: QueryState) -> None:
         """Learn the chains of every unsymbolized frame of these blocks: memory, Postgres, then one
         symbolizer call. A block all of whose frames are answered is not looked at again."""
+        epoch = self._epoch  # answers dropped meanwhile leave these blocks unsettled
         pending = [r for r in {id(r): r for r in readers}.values() if not self._block_settled(r)]
         wanted = _wanted([_unresolved(r) for r in pending])
         wanted = {k: v for k, v in wanted.items() if not self._settled(k, v[2])}
@@ -139,10 +142,11 @@ class Symbolization:
         with self._lock:
             for r in pending:
                 missing = [self._missing_until[k] for k in set(_unresolved(r).key.tolist()) if k in self._missing_until]
-                r.__dict__["_symbolization_settled_until"] = min(missing, default=float("inf"))
+                r.__dict__["_symbolization_settled"] = (epoch, min(missing, default=float("inf")))
 
     def _block_settled(self, reader: BlockReader) -> bool:
-        return reader.__dict__.get("_symbolization_settled_until", 0.0) > time.monotonic()
+        epoch, until = reader.__dict__.get("_symbolization_settled", (-1, 0.0))
+        return epoch == self._epoch and until > time.monotonic()
 
     def chains(self, reader: BlockReader) -> BlockChains:
         """The block's frames with what is known of them."""
@@ -210,6 +214,11 @@ class Symbolization:
         if not found:
             return
         with self._lock:
+            if len(self._known) > self._max_known:  # memory is bounded; Postgres still holds every answer
+                self._known.clear()
+                self._chains.clear()
+                self._chain_ids.clear()
+                self._epoch += 1  # blocks settled before must be looked at again
             for key, (offsets, chains) in found.items():
                 for offset, chain in zip(offsets.tolist(), chains):
                     self._known[(key, offset)] = self._chain_id(chain)

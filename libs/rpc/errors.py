@@ -2,6 +2,7 @@
 
     ValueError                        bad request                  INVALID_ARGUMENT  400
     ├── PprofError / LabelError / TimeParseError ...
+    ├── UnsupportedMediaType          a body type we do not read                      415
     └── LimitExceeded                 larger than a limit          RESOURCE_EXHAUSTED 413
     NotFoundError                     nothing by that name         NOT_FOUND         404
     StorageUnavailable                a backend is down            UNAVAILABLE       503
@@ -29,6 +30,10 @@ from flamewatch.storage.errors import BlocksMissing, StorageUnavailable
 ERRORS = Counter("flamewatch_request_errors", "Requests answered with an error, by status", ["code"])
 
 
+class UnsupportedMediaType(ValueError):
+    """The request body comes in a content type or encoding the endpoint does not read."""
+
+
 class NotFoundError(LookupError):
     """The request names something that does not exist."""
 
@@ -41,6 +46,7 @@ class Status:
 
 _TABLE: list[tuple[type[BaseException], Status]] = [
     (LimitExceeded, Status(grpc.StatusCode.RESOURCE_EXHAUSTED, 413)),
+    (UnsupportedMediaType, Status(grpc.StatusCode.INVALID_ARGUMENT, 415)),
     (ValueError, Status(grpc.StatusCode.INVALID_ARGUMENT, 400)),
     (NotFoundError, Status(grpc.StatusCode.NOT_FOUND, 404)),
     (StorageUnavailable, Status(grpc.StatusCode.UNAVAILABLE, 503)),

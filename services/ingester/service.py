@@ -1,6 +1,7 @@
 """The ingester: validate pushes, batch them into blocks, acknowledge once durable.
 
-Inputs: gRPC IngestService.Push and HTTP POST /ingest (a pprof body, labels as query parameters).
+Inputs: gRPC IngestService.Push and HTTP POST /ingest (a pprof body, labels as query parameters), and
+OTLP profiles (`otlp_receiver`).
 Outputs: block objects in the object store and their index rows in Postgres.
 """
 
@@ -19,6 +20,8 @@ from flamewatch.api.flamewatch.v1 import ingest_pb2, ingest_pb2_grpc
 from flamewatch.config import IngesterConfig
 from flamewatch.ingester.batcher import Batcher
 from flamewatch.ingester.compactor import Maintenance
+from flamewatch.ingester.otlp_receiver import grpc_handler as otlp_grpc_handler
+from flamewatch.ingester.otlp_receiver import http_router as otlp_http_router
 from flamewatch.ingester.prepare import Prepared, prepare
 from flamewatch.ingester.writer import BlockWriter
 from flamewatch.pprof import LimitExceeded, hint_from_file_name
@@ -135,6 +138,7 @@ def http_router(ingester: Ingester) -> APIRouter:
                                                hint_from_file_name(file_name) if file_name else None)
         return {"profiles": profiles, "bytes": nbytes}
 
+    router.include_router(otlp_http_router(ingester))
     return router
 
 
@@ -150,4 +154,8 @@ async def _read_body(request: Request, limit: int) -> bytes:
 
 
 def register_grpc(ingester: Ingester):
-    return lambda server: ingest_pb2_grpc.add_IngestServiceServicer_to_server(IngestServicer(ingester), server)
+    def register(server) -> None:
+        ingest_pb2_grpc.add_IngestServiceServicer_to_server(IngestServicer(ingester), server)
+        server.add_generic_rpc_handlers((otlp_grpc_handler(ingester),))
+
+    return register

@@ -135,6 +135,7 @@ class Dictionary:
     as strings rather than string indices, so every string a profile uses has an index."""
 
     strings: np.ndarray  # object array of str
+    client_strings: int  # how many of them the request's string_table has; the rest are ours
     stack_offsets: np.ndarray  # int64 [stacks + 1]
     stack_locations: np.ndarray  # int64 location indices, leaf first
     location_mapping: np.ndarray
@@ -159,13 +160,14 @@ class Dictionary:
         stack_offsets, stack_locations = _ragged([s.location_indices for s in d.stack_table])
         line_offsets, lines = _ragged([[(ln.function_index, ln.line, ln.column) for ln in loc.lines]
                                        for loc in d.location_table], width=3)
+        client_strings = len(strings)
         attributes = _Attributes.read(d.attribute_table, strings)
         strings += attributes.extra_strings
         links = [(link.trace_id.hex(), link.span_id.hex()) for link in d.link_table]
         link_strings = len(strings) + np.arange(2 * len(links), dtype=np.int64).reshape(-1, 2)
         strings += [*itertools.chain.from_iterable(links), TRACE_ID_LABEL, SPAN_ID_LABEL]
         return cls(
-            strings=np.array(strings, object),
+            strings=np.array(strings, object), client_strings=client_strings,
             stack_offsets=stack_offsets, stack_locations=stack_locations,
             location_mapping=np.fromiter((loc.mapping_index for loc in d.location_table), np.int64),
             location_address=np.fromiter((loc.address for loc in d.location_table), np.uint64),
@@ -218,6 +220,7 @@ class _Attributes:
         text, extra = [], _Interner(len(strings))
         for i, attribute in enumerate(table):
             unit[i] = attribute.unit_strindex
+            _string(strings, attribute.unit_strindex, "attribute_table unit_strindex")
             name = label_name(_string(strings, attribute.key_strindex, "attribute_table key_strindex"))
             key[i] = extra.index(name) if name != strings[attribute.key_strindex] else attribute.key_strindex
             kind = attribute.value.WhichOneof("value")
@@ -225,6 +228,7 @@ class _Attributes:
                 num[i] = attribute.value.int_value
             elif kind == "string_value_strindex":
                 value[i] = attribute.value.string_value_strindex
+                _string(strings, value[i], "attribute string_value_strindex")
             else:
                 value[i] = extra.index(_text(attribute.value, strings))
             text.append((name, _text(attribute.value, strings)))
@@ -260,7 +264,7 @@ def _profile(p: OtlpProfile, d: Dictionary) -> Profile:
     sample_type = np.array([[p.sample_type.type_strindex, p.sample_type.unit_strindex]], np.int64)
     period_type = (p.period_type.type_strindex, p.period_type.unit_strindex)
     time_nanos = p.time_unix_nano or (int(times.min()) if len(times) else 0)
-    return _compact_strings(Profile(
+    return _compact_strings(d.client_strings, Profile(
         strings=d.strings, sample_types=sample_type, samples=samples, locations=locations,
         functions=functions, mappings=mappings, period_type=period_type, period=p.period,
         time_nanos=time_nanos, duration_nanos=p.duration_nano))
@@ -341,13 +345,19 @@ def _link_labels(p: OtlpProfile, d: Dictionary) -> tuple[np.ndarray, np.ndarray,
     return owner, keys, d.link_strings[link[linked]].reshape(-1)
 
 
-def _compact_strings(p: Profile) -> Profile:
-    """Keep only the strings the profile uses (the dictionary's table serves the whole request)."""
-    refs = [p.sample_types.reshape(-1), np.array(p.period_type, np.int64), p.samples.label_key, p.samples.label_str,
-            p.samples.label_num_unit, p.functions.name, p.functions.system_name, p.functions.filename,
-            p.mappings.filename]
-    for ref in refs:
-        _check_range(ref, len(p.strings), "string index", "string_table")
+def _compact_strings(client_strings: int, p: Profile) -> Profile:
+    """Keep only the strings the profile uses (the dictionary's table serves the whole request).
+
+    Sample labels point at strings of the attribute and link tables, checked when they were read; the
+    other references come as they were sent and must point into the request's own string_table."""
+    sent = {"sample_type": p.sample_types.reshape(-1), "period_type": np.array(p.period_type, np.int64),
+            "function_table[].name_strindex": p.functions.name,
+            "function_table[].system_name_strindex": p.functions.system_name,
+            "function_table[].filename_strindex": p.functions.filename,
+            "mapping_table[].filename_strindex": p.mappings.filename}
+    for what, ref in sent.items():
+        _check_range(ref, client_strings, what, "string_table")
+    refs = [*sent.values(), p.samples.label_key, p.samples.label_str, p.samples.label_num_unit]
     used = np.unique(np.concatenate([np.zeros(1, np.int64), *refs]))
     if len(p.strings) == 0 or p.strings[0] != "":
         raise OtlpInvalidProfile('the dictionary\'s string_table must start with the empty string ""')

@@ -15,10 +15,14 @@ import json
 import subprocess
 import time
 
+import grpc
 import pytest
 from e2e.calls import Window, rest, settled, stored_state
 from e2e.cluster import Cluster, Service
+from google.protobuf import json_format
 from infra import gotargets
+from infra.otlp import ExportBuilder
+from opentelemetry.proto.collector.profiles.v1development.profiles_service_pb2_grpc import ProfilesServiceStub
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.s3, pytest.mark.go]
 
@@ -133,3 +137,36 @@ def test_an_oversize_export_is_refused_with_resource_exhausted_or_413(cluster: C
                                                                                    if transport == "grpc" else
                                                                                    "the limit"), answer
     assert settled(cluster) == before
+
+
+def partial_export(time_ns: int) -> ExportBuilder:
+    """Two profiles: the first well formed, the second with a sample whose stack is not in the dictionary."""
+    b = ExportBuilder()
+    good = b.profile({"service.name": "otlp-partial"}, time_ns=time_ns)
+    good.samples.add(stack_index=b.stack("partial_work", "main"), values=[7])
+    bad = b.profile({"service.name": "otlp-partial-bad"}, time_ns=time_ns)
+    bad.samples.add(stack_index=50, values=[1])
+    return b
+
+
+PARTIAL_MESSAGE = ("1 profiles refused: resource_profiles[1].scope_profiles[0].profiles[0]: samples[].stack_index 50 "
+                   "is outside the dictionary's stack_table (2 entries)")
+
+
+def test_a_refused_profile_is_reported_as_partial_success_and_the_rest_stored(cluster: Cluster):
+    """The gRPC client is the opentelemetry-proto package's generated stub; HTTP is JSON."""
+    tenant, now = "e2e-otlp-partial", time.time_ns()
+    with grpc.insecure_channel(cluster.ingester_grpc) as channel:
+        response = ProfilesServiceStub(channel).Export(partial_export(now).request,
+                                                       metadata=(("x-scope-orgid", tenant),), timeout=30)
+    assert (response.partial_success.rejected_profiles, response.partial_success.error_message) == (
+        1, PARTIAL_MESSAGE)
+    r = cluster.http.post(cluster.ingester_url + PATH, content=json_format.MessageToJson(partial_export(now).request),
+                          headers={"Content-Type": "application/json", "X-Scope-OrgID": tenant})
+    assert r.status_code == 200, r.text
+    assert r.json() == {"partialSuccess": {"rejectedProfiles": "1", "errorMessage": PARTIAL_MESSAGE}}
+    window = Window.around(now)
+    assert rest(cluster, "/label/service_name/values", tenant, window.rest())["data"] == ["otlp-partial"]
+    answer = rest(cluster, "/query", tenant, {"query": TYPE + "{}", "format": "top", **window.rest()})["top"]
+    # the same profile twice (same series, time and content) is stored once
+    assert {e["name"]: e["total"] for e in answer["entries"]} == {"partial_work": 7, "main": 7}

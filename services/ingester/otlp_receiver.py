@@ -34,6 +34,7 @@ from flamewatch.ingester.otlp import convert
 from flamewatch.pprof import LimitExceeded, decompress
 from flamewatch.rpc.errors import UnsupportedMediaType, count_error, log_failure, message_of, status_of
 from flamewatch.rpc.grpc_server import handled
+from flamewatch.rpc.openapi import TENANT_DESCRIPTION, TENANT_HEADER_SCHEMA
 from flamewatch.rpc.tenant import HEADER, resolve_tenant, tenant_from_metadata
 
 log = logging.getLogger(__name__)
@@ -154,11 +155,35 @@ def grpc_handler(pusher: Pusher) -> grpc.GenericRpcHandler:
 # ------------------------------------------------------------------------------------------- HTTP
 
 
+_BINARY = {"schema": {"type": "string", "format": "binary"}}
+_STATUS = {"type": "object", "description": "google.rpc.Status", "properties": {
+    "code": {"type": "integer", "description": "the gRPC status code"}, "message": {"type": "string"}}}
+# The body is read as a stream and decoded here, so FastAPI cannot see it: declare it.
+_OPENAPI = {
+    "requestBody": {"required": True, "description": "an ExportProfilesServiceRequest (Content-Encoding: gzip "
+                    "allowed)", "content": {
+                        PROTOBUF: {"schema": {"type": "string", "format": "binary", "minLength": 1}},
+                        JSON: {"schema": {"type": "object", "properties": {
+                            "resourceProfiles": {"type": "array", "items": {"type": "object"}},
+                            "dictionary": {"type": "object"}}}}}},
+    "parameters": [{"name": "X-Scope-OrgID", "in": "header", "required": False, "description": TENANT_DESCRIPTION,
+                    "schema": TENANT_HEADER_SCHEMA}],
+}
+_RESPONSES = {
+    200: {"description": "an ExportProfilesServiceResponse, in the request's content type; partial_success "
+          "counts the profiles refused", "content": {PROTOBUF: _BINARY, JSON: {"schema": {"type": "object"}}}},
+    "4XX": {"description": "bad request (400), over a size limit (413), unsupported content type (415)",
+            "content": {PROTOBUF: _BINARY, JSON: {"schema": _STATUS}}},
+    503: {"description": "Postgres or the object store is unavailable; retry (Retry-After)",
+          "content": {PROTOBUF: _BINARY, JSON: {"schema": _STATUS}}},
+}
+
+
 def http_router(pusher: Pusher) -> APIRouter:
     router = APIRouter()
 
     @router.post(HTTP_PATH, summary="OTLP profiles export (ExportProfilesServiceRequest as protobuf or JSON, "
-                 "optionally gzip)", response_class=Response)
+                 "optionally gzip)", response_class=Response, responses=_RESPONSES, openapi_extra=_OPENAPI)
     async def export_http(request: Request) -> Response:
         as_json = _media_type(request) == JSON
         started = time.perf_counter()
@@ -197,6 +222,8 @@ async def _body(request: Request, max_bytes: int, max_decompressed: int) -> byte
     encoding = request.headers.get("content-encoding", "").strip().lower()
     if encoding not in ("", "identity", "gzip"):
         raise UnsupportedMediaType(f'Content-Encoding "{encoding}" is not supported: send gzip or no encoding')
+    if not body:
+        raise OtlpDecodeError("empty request body: send an ExportProfilesServiceRequest")
     if encoding == "gzip" and not body.startswith(b"\x1f\x8b"):
         raise OtlpDecodeError("Content-Encoding is gzip, but the body is not gzip data")
     return decompress(bytes(body), max_decompressed)  # gzip without the header is accepted too

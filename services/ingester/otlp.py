@@ -58,33 +58,37 @@ class Rejected:
 
 
 def convert(request: ExportProfilesServiceRequest) -> tuple[list[Converted], list[Rejected]]:
-    """Every profile of the request as a pprof with its series labels, or the reason it was refused."""
+    """Every profile of the request as a pprof with its series labels, or the reason it was refused.
+
+    A dictionary that cannot be read refuses the whole request (OtlpInvalidProfile)."""
     dictionary = Dictionary.read(request.dictionary)
     converted, rejected = [], []
-    for where, labels, profile in _profiles(request, dictionary):
+    for where, attributes, profile in _profiles(request):
         try:
+            labels = {k: v for a in attributes for k, v in _labels(a, dictionary).items()}
+            labels.update(dictionary.profile_labels(profile.attribute_indices))
             converted.append(Converted(where, labels, encode(_profile(profile, dictionary), compress=False)))
         except OtlpInvalidProfile as exc:
             rejected.append(Rejected(where, f"{where}: {exc}"))
     return converted, rejected
 
 
-def _profiles(request: ExportProfilesServiceRequest, dictionary: Dictionary):
+def _profiles(request: ExportProfilesServiceRequest):
+    """(where, [resource attributes, scope attributes], profile) of every profile in the request."""
     for r, resource in enumerate(request.resource_profiles):
-        resource_labels = _labels(resource.resource.attributes, dictionary)
         for s, scope in enumerate(resource.scope_profiles):
-            scope_labels = {**resource_labels, **_labels(scope.scope.attributes, dictionary)}
             for p, profile in enumerate(scope.profiles):
                 where = f"resource_profiles[{r}].scope_profiles[{s}].profiles[{p}]"
-                yield where, {**scope_labels, **dictionary.profile_labels(profile.attribute_indices)}, profile
+                yield where, [resource.resource.attributes, scope.scope.attributes], profile
 
 
 def _labels(attributes, dictionary: Dictionary) -> dict[str, str]:
     out = {}
+    strings = dictionary.strings[:dictionary.client_strings]  # indices may point only at the request's own
     for attribute in attributes:
-        value = _text(attribute.value, dictionary.strings)
+        value = _text(attribute.value, strings)
         if value:  # an empty value is no label, as in Prometheus
-            out[label_name(_key(attribute, dictionary.strings))] = value
+            out[label_name(_key(attribute, strings))] = value
     return out
 
 
@@ -361,7 +365,9 @@ def _compact_strings(client_strings: int, p: Profile) -> Profile:
     used = np.unique(np.concatenate([np.zeros(1, np.int64), *refs]))
     if len(p.strings) == 0 or p.strings[0] != "":
         raise OtlpInvalidProfile('the dictionary\'s string_table must start with the empty string ""')
-    new = lambda ref: np.searchsorted(used, ref).astype(np.int64)  # noqa: E731
+    position = np.zeros(len(p.strings), np.int64)
+    position[used] = np.arange(len(used))
+    new = lambda ref: position[ref]  # noqa: E731
     samples, functions, mappings = p.samples, p.functions, p.mappings
     return Profile(
         strings=p.strings[used], sample_types=new(p.sample_types), locations=p.locations,

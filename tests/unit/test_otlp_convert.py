@@ -125,6 +125,17 @@ def test_an_index_outside_the_dictionary_refuses_the_profile_and_names_it(what: 
     assert [(r.where, r.reason) for r in convert(b.request)[1]] == [(WHERE, f"{WHERE}: {message}")]
 
 
+def test_a_resource_attribute_outside_the_string_table_refuses_its_profile():
+    b = example()
+    b.request.resource_profiles[0].resource.attributes.add(key_strindex=20).value.string_value_strindex = 3
+    b.request.resource_profiles[0].scope_profiles[0].profiles[0].attribute_indices.append(9)
+    assert [r.reason for r in convert(b.request)[1]] == [
+        f"{WHERE}: attribute key_strindex 20 is outside the dictionary's string_table (16 strings)"]
+    del b.request.resource_profiles[0].resource.attributes[-1]
+    assert [r.reason for r in convert(b.request)[1]] == [
+        f"{WHERE}: attribute_indices 9 is outside the dictionary's attribute_table (4 entries)"]
+
+
 def test_a_bad_profile_is_refused_alone():
     b = example()
     good = b.profile({"service.name": "other"})

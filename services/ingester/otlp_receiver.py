@@ -76,7 +76,8 @@ async def export(pusher: Pusher, tenant: str, request: ExportProfilesServiceRequ
 
 def _reasons(errors: list[ValueError]) -> str:
     more = f"; and {len(errors) - _MAX_REASONS} more" if len(errors) > _MAX_REASONS else ""
-    return f"{len(errors)} profiles refused: " + "; ".join(map(str, errors[:_MAX_REASONS])) + more
+    count = f"{len(errors)} profile{'' if len(errors) == 1 else 's'} refused"
+    return f"{count}: " + "; ".join(map(str, errors[:_MAX_REASONS])) + more
 
 
 def parse_protobuf(body: bytes) -> ExportProfilesServiceRequest:

@@ -149,7 +149,7 @@ def partial_export(time_ns: int) -> ExportBuilder:
     return b
 
 
-PARTIAL_MESSAGE = ("1 profiles refused: resource_profiles[1].scope_profiles[0].profiles[0]: samples[].stack_index 50 "
+PARTIAL_MESSAGE = ("1 profile refused: resource_profiles[1].scope_profiles[0].profiles[0]: samples[].stack_index 50 "
                    "is outside the dictionary's stack_table (2 entries)")
 
 

@@ -223,11 +223,12 @@ async def _body(request: Request, max_bytes: int, max_decompressed: int) -> byte
     encoding = request.headers.get("content-encoding", "").strip().lower()
     if encoding not in ("", "identity", "gzip"):
         raise UnsupportedMediaType(f'Content-Encoding "{encoding}" is not supported: send gzip or no encoding')
-    if not body:
-        raise OtlpDecodeError("empty request body: send an ExportProfilesServiceRequest")
     if encoding == "gzip" and not body.startswith(b"\x1f\x8b"):
         raise OtlpDecodeError("Content-Encoding is gzip, but the body is not gzip data")
-    return decompress(bytes(body), max_decompressed)  # gzip without the header is accepted too
+    data = decompress(bytes(body), max_decompressed)  # gzip without the header is accepted too
+    if not data:
+        raise OtlpDecodeError("empty request body: send an ExportProfilesServiceRequest")
+    return data
 
 
 def _error(exc: BaseException, as_json: bool) -> Response:

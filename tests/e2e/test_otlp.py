@@ -110,6 +110,7 @@ def test_an_index_outside_the_dictionary_is_refused_and_nothing_is_written(clust
     ("application/json", b'{"resourceProfiles": [', 400, "not an OTLP ExportProfilesServiceRequest: invalid JSON"),
     ("application/json", b'{"resourceProfiles": 7}', 400, "not an OTLP ExportProfilesServiceRequest: invalid JSON"),
     ("text/plain", b"hello", 415, 'Content-Type "text/plain" is not supported'),
+    ("application/x-protobuf", b"", 400, "empty request body: send an ExportProfilesServiceRequest"),
 ])
 def test_malformed_bodies_are_refused_with_a_status(cluster: Cluster, window: Window, content_type: str, body: bytes,
                                                     status: int, message: str):

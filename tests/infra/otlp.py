@@ -1,4 +1,5 @@
-"""OTLP profiles as an OpenTelemetry SDK sends them, for tests that check they are told apart from pprof."""
+"""OTLP profiles requests for tests: one as an OpenTelemetry SDK sends it (told apart from pprof by the
+pprof decoder), and a builder of requests from function names for the OTLP ingest tests."""
 
 import gzip
 

@@ -5,6 +5,11 @@
 // Every transport sends the same shape of CPU profile with its own names, so a reader can tell which
 // export a stored profile came from: service.name "otlp-<transport>" and the functions
 // "<transport>_work" and "<transport>_idle" (transport with "-" as "_"), called from "main".
+//
+// The profiles modules are v0.3.0 (with go.opentelemetry.io/proto/otlp v1.10.0): their messages have the
+// field numbers of the opentelemetry-proto Python package the ingester reads (1.45.2): the dictionary
+// with stack_table and attribute_table, Profile.sample_type singular, Sample{stack_index=1,
+// attribute_indices=2, link_index=3, values=4, timestamps_unix_nano=5}. v0.2.0 numbers Sample differently.
 package main
 
 import (

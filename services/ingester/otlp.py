@@ -149,7 +149,8 @@ class Dictionary:
     line_line: np.ndarray
     line_column: np.ndarray
     function_columns: np.ndarray  # int64 [functions, 4]: name, system name, file name, start line
-    mapping_columns: np.ndarray  # uint64 [mappings, 4]: start, limit, file offset, file name
+    mapping_columns: np.ndarray  # uint64 [mappings, 3]: start, limit, file offset
+    mapping_filename: np.ndarray  # int64 string index
     attribute_key: np.ndarray  # int64 string index
     attribute_str: np.ndarray  # int64 string index, 0 for an integer value
     attribute_num: np.ndarray  # int64
@@ -178,8 +179,9 @@ class Dictionary:
             line_offsets=line_offsets, line_function=lines[:, 0], line_line=lines[:, 1], line_column=lines[:, 2],
             function_columns=np.array([(f.name_strindex, f.system_name_strindex, f.filename_strindex, f.start_line)
                                        for f in d.function_table], np.int64).reshape(-1, 4),
-            mapping_columns=np.array([(m.memory_start, m.memory_limit, m.file_offset, m.filename_strindex)
-                                      for m in d.mapping_table], np.uint64).reshape(-1, 4),
+            mapping_columns=np.array([(m.memory_start, m.memory_limit, m.file_offset) for m in d.mapping_table],
+                                     np.uint64).reshape(-1, 3),
+            mapping_filename=np.fromiter((m.filename_strindex for m in d.mapping_table), np.int64),
             attribute_key=attributes.key, attribute_str=attributes.str, attribute_num=attributes.num,
             attribute_unit=attributes.unit, attribute_text=attributes.text,
             link_strings=link_strings, link_keys=(len(strings) - 2, len(strings) - 1),
@@ -316,7 +318,7 @@ def _mappings(used: np.ndarray, d: Dictionary) -> Mappings:
     columns = d.mapping_columns[used]
     none = np.zeros(len(used), bool)
     return Mappings(id=(used + 1).astype(np.uint64), memory_start=columns[:, 0], memory_limit=columns[:, 1],
-                    file_offset=columns[:, 2], filename=columns[:, 3].astype(np.int64),
+                    file_offset=columns[:, 2], filename=d.mapping_filename[used],
                     build_id=np.zeros(len(used), np.int64), has_functions=none, has_filenames=none,
                     has_line_numbers=none, has_inline_frames=none)
 

@@ -105,6 +105,8 @@ def _break(what: str, b: ExportBuilder) -> None:
             d.function_table[1].name_strindex = 17
         case "sample type":
             profile.sample_type.unit_strindex = -1
+        case "mapping file name":  # negative: int32 in OTLP, a uint64 column must not take it
+            d.mapping_table[1].filename_strindex = -2
 
 
 @pytest.mark.parametrize(("what", "message"), [
@@ -118,6 +120,8 @@ def _break(what: str, b: ExportBuilder) -> None:
     ("string at our strings", "function_table[].name_strindex 17 is outside the dictionary's string_table "
                               "(16 entries)"),
     ("sample type", "sample_type -1 is outside the dictionary's string_table (16 entries)"),
+    ("mapping file name", "mapping_table[].filename_strindex -2 is outside the dictionary's string_table "
+                          "(16 entries)"),
 ])
 def test_an_index_outside_the_dictionary_refuses_the_profile_and_names_it(what: str, message: str):
     b = example()

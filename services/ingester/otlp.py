@@ -40,6 +40,7 @@ SERVICE_NAME_ATTRIBUTE = "service.name"
 SERVICE_LABEL = "service_name"
 TRACE_ID_LABEL, SPAN_ID_LABEL = "trace_id", "span_id"
 _NOT_LABEL_CHARS = re.compile(r"[^A-Za-z0-9_]")
+_NO_LATER_NS = 1 << 63  # times are int64 nanoseconds inside
 
 
 @dataclass(frozen=True)
@@ -197,14 +198,14 @@ class Dictionary:
         return out
 
 
-def _ragged(rows: list, width: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def _ragged(rows: list, width: int = 0, dtype=np.int64) -> tuple[np.ndarray, np.ndarray]:
     """Offsets [len(rows) + 1] and the concatenated items of a list of lists (of `width`-tuples if > 0)."""
     offsets = np.zeros(len(rows) + 1, np.int64)
     np.cumsum(np.fromiter(map(len, rows), np.int64, count=len(rows)), out=offsets[1:])
     items = list(itertools.chain.from_iterable(rows))
     if width:
-        return offsets, np.array(items, np.int64).reshape(-1, width)
-    return offsets, np.array(items, np.int64)
+        return offsets, np.array(items, dtype).reshape(-1, width)
+    return offsets, np.array(items, dtype)
 
 
 @dataclass(frozen=True)
@@ -270,6 +271,8 @@ def _profile(p: OtlpProfile, d: Dictionary) -> Profile:
     sample_type = np.array([[p.sample_type.type_strindex, p.sample_type.unit_strindex]], np.int64)
     period_type = (p.period_type.type_strindex, p.period_type.unit_strindex)
     time_nanos = p.time_unix_nano or (int(times.min()) if len(times) else 0)
+    if time_nanos >= _NO_LATER_NS:
+        raise OtlpInvalidProfile(f"time {time_nanos} ns is after the year 2262, the last time we store")
     return _compact_strings(d.client_strings, Profile(
         strings=d.strings, sample_types=sample_type, samples=samples, locations=locations,
         functions=functions, mappings=mappings, period_type=period_type, period=p.period,
@@ -282,7 +285,7 @@ def _sample_columns(p: OtlpProfile) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     n = len(samples)
     stack = np.fromiter((s.stack_index for s in samples), np.int64, count=n)
     value_offsets, flat_values = _ragged([s.values for s in samples])
-    time_offsets, times = _ragged([s.timestamps_unix_nano for s in samples])
+    time_offsets, times = _ragged([s.timestamps_unix_nano for s in samples], dtype=np.uint64)
     values = np.add.reduceat(np.append(flat_values, 0), value_offsets[:-1]) * (np.diff(value_offsets) > 0)
     values = np.where(np.diff(value_offsets) > 0, values, np.diff(time_offsets))
     return stack, values.astype(np.int64), times

@@ -78,6 +78,20 @@ def test_a_profile_without_a_time_takes_its_first_sample_timestamp():
     assert decode(convert(b.request)[0][0].pprof).time_nanos == TIME_NS + 1
 
 
+@pytest.mark.parametrize("time_field", ["time_unix_nano", "timestamps_unix_nano"])
+def test_a_time_after_int64_nanoseconds_refuses_the_profile(time_field: str):
+    b = example()
+    profile = b.request.resource_profiles[0].scope_profiles[0].profiles[0]
+    if time_field == "time_unix_nano":
+        profile.time_unix_nano = 2**64 - 1
+    else:  # fixed64 timestamps past 2**63 used to overflow an int64 column (a 500)
+        profile.time_unix_nano = 0
+        profile.samples[1].timestamps_unix_nano[0] = 2**64 - 1
+        profile.samples[2].timestamps_unix_nano[:] = []
+    assert [r.reason for r in convert(b.request)[1]] == [
+        f"{WHERE}: time 18446744073709551615 ns is after the year 2262, the last time we store"]
+
+
 @pytest.mark.parametrize(("key", "name"), [("service.name", "service_name"), ("k8s.pod.name", "k8s_pod_name"),
                                            ("host-name", "host_name"), ("1st", "_1st"), ("plain", "plain")])
 def test_attribute_keys_become_valid_label_names(key: str, name: str):

@@ -86,7 +86,7 @@ def test_a_time_after_int64_nanoseconds_refuses_the_profile(time_field: str):
         profile.time_unix_nano = 2**64 - 1
     else:  # fixed64 timestamps past 2**63 used to overflow an int64 column (a 500)
         profile.time_unix_nano = 0
-        profile.samples[1].timestamps_unix_nano[0] = 2**64 - 1
+        profile.samples[1].timestamps_unix_nano[:] = [2**64 - 1, 2**64 - 1]
         profile.samples[2].timestamps_unix_nano[:] = []
     assert [r.reason for r in convert(b.request)[1]] == [
         f"{WHERE}: time 18446744073709551615 ns is after the year 2262, the last time we store"]

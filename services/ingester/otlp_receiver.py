@@ -95,12 +95,23 @@ def parse_json(body: bytes) -> ExportProfilesServiceRequest:
         document = json.loads(body)
         if not isinstance(document, dict):
             raise OtlpDecodeError("not an OTLP ExportProfilesServiceRequest: the JSON body is not an object")
+        _check_shape(document)
         _hex_ids_to_base64(document)
         return json_format.ParseDict(document, ExportProfilesServiceRequest(), ignore_unknown_fields=True)
     except (ValueError, json_format.ParseError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         if isinstance(exc, OtlpDecodeError):
             raise
         raise OtlpDecodeError(f"not an OTLP ExportProfilesServiceRequest: invalid JSON ({exc})") from exc
+
+
+def _check_shape(document: dict) -> None:
+    """The top level as the OpenAPI document declares it (protobuf's JSON parser would take `[]` for an
+    empty message)."""
+    resources = next((document[k] for k in ("resourceProfiles", "resource_profiles") if k in document), [])
+    if not isinstance(resources, list) or not all(isinstance(r, dict) for r in resources):
+        raise OtlpDecodeError("not an OTLP ExportProfilesServiceRequest: resourceProfiles must be an array of objects")
+    if not isinstance(document.get("dictionary", {}), dict):
+        raise OtlpDecodeError("not an OTLP ExportProfilesServiceRequest: dictionary must be an object")
 
 
 _ID_BYTES = {"traceId": 16, "trace_id": 16, "spanId": 8, "span_id": 8, "profileId": 16, "profile_id": 16}

@@ -177,6 +177,11 @@ def test_json_takes_hex_ids_as_otlp_writes_them_and_base64_as_protobuf_json_does
 
 @pytest.mark.parametrize(("body", "message"), [
     (b"[1, 2]", "not an OTLP ExportProfilesServiceRequest: the JSON body is not an object"),
+    (b'{"resourceProfiles": [[], []]}',
+     "not an OTLP ExportProfilesServiceRequest: resourceProfiles must be an array of objects"),
+    (b'{"resource_profiles": null}',
+     "not an OTLP ExportProfilesServiceRequest: resourceProfiles must be an array of objects"),
+    (b'{"dictionary": []}', "not an OTLP ExportProfilesServiceRequest: dictionary must be an object"),
     (b'{"resourceProfiles": ', "not an OTLP ExportProfilesServiceRequest: invalid JSON (Expecting value: "
                                "line 1 column 22 (char 21))"),
     (b'{"dictionary": {"stringTable": 5}}', "not an OTLP ExportProfilesServiceRequest: invalid JSON (Failed to "

@@ -108,7 +108,8 @@ def test_an_index_outside_the_dictionary_is_refused_and_nothing_is_written(clust
      "not an OTLP ExportProfilesServiceRequest: invalid protobuf (Error parsing message with type "
      "'opentelemetry.proto.collector.profiles.v1development.ExportProfilesServiceRequest': Wire format was corrupt)"),
     ("application/json", b'{"resourceProfiles": [', 400, "not an OTLP ExportProfilesServiceRequest: invalid JSON"),
-    ("application/json", b'{"resourceProfiles": 7}', 400, "not an OTLP ExportProfilesServiceRequest: invalid JSON"),
+    ("application/json", b'{"resourceProfiles": 7}', 400,
+     "not an OTLP ExportProfilesServiceRequest: resourceProfiles must be an array of objects"),
     ("text/plain", b"hello", 415, 'Content-Type "text/plain" is not supported'),
     ("application/x-protobuf", b"", 400, "empty request body: send an ExportProfilesServiceRequest"),
 ])

@@ -2,7 +2,7 @@
 
 Inputs: gRPC IngestService.Push and HTTP POST /ingest, in our form (a pprof body, labels as query
 parameters) or the Pyroscope SDKs' (`name=app{k=v}`; converted in `pyroscope_ingest`); Pyroscope's
-push.v1.PusherService/Push over gRPC and Connect (`pyroscope.py`).
+push.v1.PusherService/Push over gRPC and Connect (`pyroscope.py`); OTLP profiles (`otlp_receiver`).
 Outputs: block objects in the object store and their index rows in Postgres.
 """
 
@@ -22,6 +22,8 @@ from flamewatch.config import IngesterConfig
 from flamewatch.ingester import pyroscope, pyroscope_ingest
 from flamewatch.ingester.batcher import Batcher
 from flamewatch.ingester.compactor import Maintenance
+from flamewatch.ingester.otlp_receiver import grpc_handler as otlp_grpc_handler
+from flamewatch.ingester.otlp_receiver import http_router as otlp_http_router
 from flamewatch.ingester.prepare import Prepared, prepare
 from flamewatch.ingester.writer import BlockWriter
 from flamewatch.pprof import LimitExceeded, hint_from_file_name
@@ -179,6 +181,7 @@ def http_router(ingester: Ingester) -> APIRouter:
     # Pyroscope's push over Connect; a push may hold many profiles, so its body may be as large as one
     # decompressed profile (the gRPC message limit too), and each profile still meets the profile limits.
     router.include_router(pyroscope.connect_router(ingester.push, ingester.config.limits.max_decompressed_bytes))
+    router.include_router(otlp_http_router(ingester))
     return router
 
 
@@ -197,5 +200,6 @@ def register_grpc(ingester: Ingester):
     def register(server) -> None:
         ingest_pb2_grpc.add_IngestServiceServicer_to_server(IngestServicer(ingester), server)
         pyroscope.register_grpc(ingester.push, server)
+        server.add_generic_rpc_handlers((otlp_grpc_handler(ingester),))
 
     return register

@@ -172,6 +172,21 @@ def raw_profile_paths(profile: gotool.RawProfile) -> Paths:
     return {p: v for p, v in out.items() if v}
 
 
+def raw_profile_sample_counts(profile: gotool.RawProfile) -> dict[CallPath, int]:
+    """How many samples of the profile lie on each call path."""
+    out: dict[CallPath, int] = defaultdict(int)
+    for _, locations in profile.samples:
+        out[tuple(reversed(profile.stack(locations)))] += 1
+    return dict(out)
+
+
+def within_rounding(got: Paths, want: Paths, samples: Mapping[CallPath, int]) -> bool:
+    """Whether each path's value differs from the wanted one by no more than rounding each of its
+    samples can: an averaged gauge is a whole number per pprof sample, and a function path may be
+    several samples (other lines or addresses of the same functions), each rounded on its own."""
+    return all(abs(got.get(p, 0) - want.get(p, 0)) <= samples.get(p, 1) / 2 for p in set(got) | set(want))
+
+
 def gunzip(data: bytes) -> bytes:
     return gzip.decompress(data)
 

@@ -151,3 +151,22 @@ def test_totals_for_time_series_are_the_profiles_totals_without_where_they_are_s
     assert totals.total[order].tolist() == full.total.tolist() == [11, 5, 13]
     assert set(totals.block_id.tolist()) == {""} and set(totals.row.tolist()) == {-1}
     assert len(index.profile_totals(db, [], 0, 2**62)) == 0
+
+
+def test_a_series_row_changes_once_an_hour_not_on_every_block(db: Database) -> None:
+    hour = T0 - T0 % (3600 * S) + 3600 * S  # 00:00 of the next day, a whole hour ahead
+    commit(db, "b1", [entry("a", hour + 5 * S, 0, 1)])
+
+    def row() -> tuple:
+        with db.connection() as conn:
+            return conn.execute("SELECT xmin::text, first_seen, last_seen FROM series").fetchone()
+
+    first = row()
+    assert first[1:] == (hour, hour + 3600 * S - 1)
+    commit(db, "b2", [entry("a", hour + 50 * 60 * S, 0, 1)])
+    assert row() == first  # the same row version: no update, no dead tuple
+    commit(db, "b3", [entry("a", hour + 70 * 60 * S, 0, 1)])
+    assert row()[1:] == (hour, hour + 2 * 3600 * S - 1)
+    ids = series_ids(db)
+    assert index.find_series(db, "t", [], hour + 55 * 60 * S, hour + 56 * 60 * S)[0].id == ids["a"]
+    assert index.time_bounds(db, "t") == (hour + 5 * S, hour + 70 * 60 * S)

@@ -7,7 +7,9 @@ relabeling, the config checksum, secrets, security contexts, probes). Bad values
 
 from __future__ import annotations
 
+import argparse
 import base64
+import os
 import re
 from collections import Counter
 from pathlib import Path
@@ -17,6 +19,7 @@ import pytest
 import yaml
 from infra import helm
 
+from flamewatch import cli
 from flamewatch.collector.targetgroup import TargetGroup
 from flamewatch.collector.targets import discovered_labels, final_labels
 from flamewatch.scrapeconfig import parse_config
@@ -354,3 +357,73 @@ def test_bad_values_are_refused_with_a_clear_message(values: Path) -> None:
     with pytest.raises(helm.HelmError) as refused:
         helm.render([values])
     assert _expected_error(values) in str(refused.value)
+
+
+# --- the rendered pods against the `flamewatch` command they run
+
+
+def _parsed(deployment: dict, monkeypatch: pytest.MonkeyPatch):
+    """The container's command line parsed by flamewatch's own parser, with the container's environment
+    (a secret's value stands in as "<secret>/<key>")."""
+    container = _container(deployment)
+    for name in [n for n in os.environ if n.startswith("FLAMEWATCH_")]:
+        monkeypatch.delenv(name)
+    env = {}
+    for var in container["env"]:
+        ref = var.get("valueFrom", {}).get("secretKeyRef")
+        env[var["name"]] = f"{ref['name']}/{ref['key']}" if ref else var["value"]
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert container["command"] == ["flamewatch"]
+    return cli.build_parser().parse_args(container["args"]), env
+
+
+def _flags(command: str) -> set[str]:
+    parser = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return {cli._env_name(flag) for action in parser.choices[command]._actions for flag in action.option_strings}
+
+
+@pytest.mark.parametrize("values", VALUES_FILES, ids=lambda p: p.stem)
+def test_every_flamewatch_variable_is_a_flag_of_the_command(values: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A misspelt FLAMEWATCH_* variable would be ignored without a word: each must name a flag."""
+    for name, deployment in _flamewatch_deployments(helm.render([values])).items():
+        args, env = _parsed(deployment, monkeypatch)
+        unknown = {v for v in env if v.startswith("FLAMEWATCH_")} - _flags(args.command)
+        assert not unknown, (name, unknown)
+
+
+def test_the_storage_the_pods_open_is_the_configured_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    deployments = _by_kind(_render("external"), "Deployment")
+    for name in ("ingester", "querier"):
+        args, _ = _parsed(deployments[f"{FULL}-{name}"], monkeypatch)
+        storage = cli.storage_config(args)
+        assert storage.postgres.dsn == \
+            "postgresql://flamewatch_app@db.internal.example.com:6432/profiles?sslmode=verify-full"
+        store = storage.object_store
+        assert (store.bucket, store.endpoint, store.region, store.insecure, store.prefix) == \
+            ("acme-profiles", "s3.eu-west-1.amazonaws.com", "eu-west-1", False, "prod/")
+        assert (store.access_key, store.secret_key) == \
+            ("flamewatch-s3/AWS_ACCESS_KEY_ID", "flamewatch-s3/AWS_SECRET_ACCESS_KEY")
+    bundled = _by_kind(_render("default"), "Deployment")
+    args, _ = _parsed(bundled[f"{FULL}-ingester"], monkeypatch)
+    store = cli.storage_config(args).object_store
+    assert (store.endpoint, store.insecure) == (f"{FULL}-minio:9000", True)
+    assert args.flush_interval == 0.5 and args.compaction_interval == 60
+
+
+def test_services_listen_where_their_ports_and_services_say(monkeypatch: pytest.MonkeyPatch) -> None:
+    objects = _render("ha")
+    services = _by_kind(objects, "Service")
+    for name, deployment in _flamewatch_deployments(objects).items():
+        args, _ = _parsed(deployment, monkeypatch)
+        ports = {p["name"]: p["containerPort"] for p in _container(deployment)["ports"]}
+        assert args.http_address == f":{ports['http']}", name
+        if "grpc" in ports:
+            assert args.grpc_address == f":{ports['grpc']}", name
+        assert {p["targetPort"] for p in services[name]["spec"]["ports"]} == set(ports), name
+    collector, _ = _parsed(_by_kind(objects, "Deployment")[f"{FULL}-collector-2"], monkeypatch)
+    assert collector.config_file == "/etc/flamewatch/collector.yaml"
+    assert collector.ingester_address == f"{FULL}-ingester:4101"
+    querier, _ = _parsed(_by_kind(objects, "Deployment")[f"{FULL}-querier"], monkeypatch)
+    assert (querier.cache_bytes, querier.disk_cache_dir, querier.disk_cache_bytes) == \
+        (536870912, "/var/cache/flamewatch", 21474836480)

@@ -130,6 +130,8 @@ secret-key
 {{/* Environment of a service that opens the storage: (dict "root" $ "postgres" true) */}}
 {{- define "flamewatch.storageEnv" -}}
 {{- $root := .root -}}
+- name: FLAMEWATCH_DATA_DIR
+  value: /var/lib/flamewatch
 {{- if .postgres }}
 - name: FLAMEWATCH_STORAGE_POSTGRES_DSN
   value: {{ include "flamewatch.postgresDSN" $root | quote }}
@@ -201,8 +203,6 @@ containers:
     env:
       - name: FLAMEWATCH_LOG_LEVEL
         value: {{ $root.Values.logLevel | quote }}
-      - name: FLAMEWATCH_DATA_DIR
-        value: /var/lib/flamewatch
       {{- with .env }}
       {{- . | nindent 6 }}
       {{- end }}

@@ -427,3 +427,28 @@ def test_services_listen_where_their_ports_and_services_say(monkeypatch: pytest.
     querier, _ = _parsed(_by_kind(objects, "Deployment")[f"{FULL}-querier"], monkeypatch)
     assert (querier.cache_bytes, querier.disk_cache_dir, querier.disk_cache_bytes) == \
         (536870912, "/var/cache/flamewatch", 21474836480)
+
+
+def test_without_the_symbolizer_nothing_points_at_it() -> None:
+    objects = _render("default", sets=("symbolizer.enabled=false",))
+    assert not [o for o in objects if o["metadata"]["name"].endswith("-symbolizer")]
+    assert "FLAMEWATCH_SYMBOLIZER_ADDRESS" not in _env(_by_kind(objects, "Deployment")[f"{FULL}-querier"])
+    targets = {t for group in _shard_config(objects, 0)["scrape_configs"][0]["static_configs"]
+               for t in group["targets"]}
+    assert f"{FULL}-symbolizer:4500" not in targets and len(targets) == 4
+
+
+def test_without_jobs_the_collector_gets_an_empty_but_valid_configuration() -> None:
+    text = _by_kind(_render("default", sets=("collector.selfScrape=false",)), "ConfigMap")[f"{FULL}-collector"]
+    config = parse_config(text["data"]["shard-0.yaml"], "shard-0.yaml")
+    assert config.scrape_configs == ()
+
+
+def test_image_and_pull_secrets_reach_every_pod() -> None:
+    objects = _render("default", sets=("image.repository=registry.example.com/flamewatch", "image.tag=1.2.3",
+                                       "imagePullSecrets[0].name=regcred"))
+    for name, deployment in _by_kind(objects, "Deployment").items():
+        pod = deployment["spec"]["template"]["spec"]
+        assert pod["imagePullSecrets"] == [{"name": "regcred"}], name
+        if name in _flamewatch_deployments(objects):
+            assert _container(deployment)["image"] == "registry.example.com/flamewatch:1.2.3", name

@@ -18,6 +18,8 @@ UI := services/frontend/ui
 UI_BUILD := $(UI)/dist/index.html
 UI_SOURCES := $(shell find $(UI)/src -type f 2>/dev/null) $(addprefix $(UI)/,index.html package.json vite.config.ts tsconfig.json)
 CHROMIUM := /usr/bin/chromium
+DEBUGINFOD := /usr/bin/debuginfod
+GPERFTOOLS := /usr/lib/x86_64-linux-gnu/libprofiler.so
 
 .PHONY: deps run test proto lint helm-docs helm-lint bench bench-quick bench-pipeline bench-demo bench-connect fuzz ui ui-test
 
@@ -62,7 +64,7 @@ run: $(VENV)/.installed $(WORKLOAD) $(UI_BUILD)
 	demo=$$!; trap 'kill $$demo 2>/dev/null' EXIT INT TERM; \
 	$(VENV)/bin/flamewatch all --config.file examples/flamewatch.yaml
 
-test: deps $(HELM) $(UI_BUILD) $(CHROMIUM) ui-test
+test: deps $(HELM) $(UI_BUILD) $(CHROMIUM) $(DEBUGINFOD) $(GPERFTOOLS) ui-test
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The web UI (TypeScript, React, Vite): npm packages from the committed lock file, built into $(UI)/dist,
@@ -86,6 +88,19 @@ $(CHROMIUM):
 	@echo "make: installing Debian's chromium for the browser tests (apt-get; takes a minute or two)"
 	@$(if $(filter 0,$(shell id -u)),,sudo) apt-get update -qq
 	@$(if $(filter 0,$(shell id -u)),,sudo) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium > /dev/null
+
+# Debian's debuginfod and gperftools' CPU profiler, for the symbolizer tests (a real debuginfod server, and
+# a real profiler of C programs whose profiles arrive as bare addresses).
+$(DEBUGINFOD):
+	@echo "make: installing Debian's debuginfod for the symbolizer tests (apt-get)"
+	@$(if $(filter 0,$(shell id -u)),,sudo) apt-get update -qq
+	@$(if $(filter 0,$(shell id -u)),,sudo) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debuginfod > /dev/null
+
+$(GPERFTOOLS):
+	@echo "make: installing Debian's libgoogle-perftools-dev for the symbolizer tests (apt-get)"
+	@$(if $(filter 0,$(shell id -u)),,sudo) apt-get update -qq
+	@$(if $(filter 0,$(shell id -u)),,sudo) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+		libgoogle-perftools-dev > /dev/null
 
 proto: $(VENV)/.installed
 	$(PY) proto/generate.py

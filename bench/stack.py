@@ -144,8 +144,8 @@ class Stack:
                 postmaster = int(Path(f"/proc/{backend}/stat").read_text().rsplit(")", 1)[1].split()[1])
             except OSError:
                 return None
-        minio = self.minio._process  # MinioServer keeps its process private; the bench only reads /proc
-        return tree_cpu_seconds(postmaster), cpu_seconds(minio.pid) if minio else 0.0
+        minio = self.minio.pid
+        return tree_cpu_seconds(postmaster), cpu_seconds(minio) if minio else 0.0
 
     def object_bytes(self) -> tuple[int, int]:
         """Total size and count of the objects in the bucket, from a listing."""

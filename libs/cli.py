@@ -4,8 +4,10 @@
     flamewatch querier    answer queries (gRPC QueryService + REST /api/v1)
     flamewatch collector  scrape pprof endpoints on schedule and push to an ingester
     flamewatch frontend   serve the web UI and pass /api to a querier
+    flamewatch symbolizer store debug information and name addresses for the querier
     flamewatch all        all of them in one process, on embedded storage
     flamewatch upload     push pprof files to a running ingester
+    flamewatch debuginfo upload   send ELF files with symbols or DWARF to a symbolizer
 
 Flags may also be given as environment variables: FLAMEWATCH_<FLAG>, upper-cased with dots and dashes
 as underscores (for example FLAMEWATCH_STORAGE_S3_SECRET_KEY). Flags win over the environment.
@@ -183,6 +185,7 @@ def _querier_parser(sub) -> None:
           dest="disk_cache_bytes", type=int, default=QuerierConfig.disk_cache_bytes)
     p.add("--max-nodes", "default largest number of nodes in a flamegraph, top table or tree", type=int,
           default=QuerierConfig.default_max_nodes)
+    symbolizer_cli().querier_flags(p)
     _storage_flags(p)
     _common_flags(p)
     p.set_defaults(run=run_querier)
@@ -198,7 +201,8 @@ def _all_parser(sub) -> None:
     p.add("--config.file", "YAML configuration with scrape_configs (default: scrape this process only)",
           dest="config_file")
     p.address("--http-address", "HTTP listen address (API, /ingest, /debug/pprof, /metrics)", ":8080")
-    p.address("--grpc-address", "gRPC listen address (IngestService, QueryService)", ":8081")
+    p.address("--grpc-address", "gRPC listen address (IngestService, QueryService, SymbolizerService)", ":8081")
+    symbolizer_cli().symbolizer_flags(p)
     _storage_flags(p)
     _flush_flags(p)
     _maintenance_flags(p)
@@ -258,7 +262,15 @@ def build_parser() -> argparse.ArgumentParser:
     _frontend_parser(sub)
     _all_parser(sub)
     _upload_parser(sub)
+    symbolizer_cli().add_parsers(sub)
     return parser
+
+
+def symbolizer_cli():
+    """The symbolizer's wiring, its own module (imported late: it builds on this one)."""
+    from flamewatch import symbolizer_cli
+
+    return symbolizer_cli
 
 
 # ------------------------------------------------------------------------------------- commands
@@ -304,7 +316,7 @@ def run_querier(args: argparse.Namespace) -> int:
         source = DiskCache(store, config.disk_cache_dir, config.disk_cache_bytes) if config.disk_cache_dir else store
         blocks = BlockCache(source, config.cache_bytes, config.fetch_concurrency, PathIndex())
         stack.callback(blocks.close)
-        querier = Querier(db, blocks, config)
+        querier = Querier(db, blocks, config, symbolizer_cli().symbolization(stack, args.symbolizer_address, db))
         routers = [router(querier), connect_router(querier), render_router(querier)]
         await _serve(args, listeners, routers, register_grpc(querier),
                      ready=storage_readiness(store, db))
@@ -392,7 +404,10 @@ def run_all(args: argparse.Namespace) -> int:
         querier_config = QuerierConfig(cache_bytes=QuerierConfig.embedded_cache_bytes)
         blocks = BlockCache(store, querier_config.cache_bytes, querier_config.fetch_concurrency, PathIndex())
         stack.callback(blocks.close)
-        querier = Querier(db, blocks, querier_config)
+        wiring = symbolizer_cli()
+        _, register_symbolizer = wiring.open_symbolizer(stack, store, wiring.symbolizer_config(args))
+        querier = Querier(db, blocks, querier_config,
+                          wiring.symbolization(stack, _local(_with_port(args.grpc_address, listeners.grpc_port)), db))
         collector = Collector(config, _local(_with_port(args.grpc_address, listeners.grpc_port)))
         ingester.start()
         stack.push_async_callback(ingester.stop)
@@ -404,6 +419,7 @@ def run_all(args: argparse.Namespace) -> int:
             register_ingest(ingester)(server)
             register_query(querier)(server)
             register_collector(collector)(server)
+            register_symbolizer(server)
 
         routers = [ingest_router(ingester), query_router(querier), query_connect_router(querier),
                    render_router(querier), collector_router(collector), ui_router(DEFAULT_UI_DIR)]

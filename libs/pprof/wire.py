@@ -31,15 +31,19 @@ class Varints:
     """A buffer split into varints: their values and the byte offset where each starts."""
 
     values: np.ndarray  # uint64
-    starts: np.ndarray  # int64 byte offsets
+    padded: np.ndarray  # int64 byte offset where each starts, then nbytes (so index n is the end)
     nbytes: int
+
+    @property
+    def starts(self) -> np.ndarray:
+        """The byte offset where each varint starts."""
+        return self.padded[:-1]
 
     def index_of_byte(self, offsets: np.ndarray, what: str) -> np.ndarray:
         """Varint index starting at each byte offset (nbytes maps past the end); misaligned is corrupt."""
         idx = np.searchsorted(self.starts, offsets)
         at_end = offsets == self.nbytes
-        padded = np.append(self.starts, self.nbytes)
-        ok = at_end | (padded[idx] == offsets)
+        ok = at_end | (self.padded[idx] == offsets)
         if not ok.all():
             raise DecodeError(f"{what}: a field boundary falls inside a varint (truncated or corrupt data)")
         return np.where(at_end, len(self.starts), idx)
@@ -48,7 +52,7 @@ class Varints:
 def split_varints(buf: np.ndarray) -> Varints:
     """Split a uint8 buffer made only of varints."""
     if len(buf) == 0:
-        return Varints(np.zeros(0, np.uint64), np.zeros(0, np.int64), 0)
+        return Varints(np.zeros(0, np.uint64), np.zeros(1, np.int64), 0)
     ends = np.flatnonzero(buf < 0x80)
     if len(ends) == 0 or ends[-1] != len(buf) - 1:
         raise DecodeError("truncated varint at the end of the data")
@@ -67,7 +71,7 @@ def split_varints(buf: np.ndarray) -> Varints:
         byte = (buf[starts[longer] + k] & 0x7F).astype(np.uint64)
         values[longer] |= byte << np.uint64(7 * k)
         longer = longer[lengths[longer] > k + 1]
-    return Varints(values, starts.astype(np.int64), len(buf))
+    return Varints(values, np.append(starts, len(buf)).astype(np.int64), len(buf))
 
 @dataclass(frozen=True)
 class Fields:
@@ -125,9 +129,8 @@ def _read_one_field(v: Varints, cur: np.ndarray, last: np.ndarray, live: np.ndar
 
 
 def _payload_end(v: Varints, start: np.ndarray, length: np.ndarray, last: np.ndarray, what: str):
-    padded = np.append(v.starts, v.nbytes)
-    end_byte = padded[start] + length.astype(np.int64)
-    limit = padded[last]
+    end_byte = v.padded[start] + length.astype(np.int64)
+    limit = v.padded[last]
     if (end_byte > limit).any() or (length > np.uint64(v.nbytes)).any():
         raise DecodeError(f"{what}: a length-delimited field runs past the end of its message")
     return v.index_of_byte(end_byte, what)

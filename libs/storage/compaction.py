@@ -9,13 +9,15 @@ objects and a query over it would fetch them all. Compaction rewrites them in tw
 - day: the hour blocks of a day that ended `day_delay` ago, with that day's block if late profiles
   made new hour blocks after it, become one day block (level 2).
 
-Symbols, label sets and stacks are de-duplicated across the merged profiles (`block.compact`), and a
-profile stored twice (same series, time and content hash: retried pushes that raced each other) is
+Symbols, label sets and stacks are de-duplicated across the merged profiles (`block.compact`), which
+are ordered by profile type, service, series and time (`block.series_order`) so that one service's
+query reads few of the new block's row groups; and a profile stored twice (same series, time and content hash: retried pushes that raced each other) is
 kept once. Each job writes its new objects first and then switches the index in one transaction
 (`index.replace_blocks`); the old objects are deleted after a grace period by
 `retention.delete_retired`. A crash before the switch leaves objects nothing points at, which the
 orphan sweeper removes; after it, nothing is lost and nothing counted twice. Callers run one compactor
-per tenant at a time (`tenant_lock`).
+per tenant at a time (`tenant_lock`). After its jobs, a round gives the space of the index rows they
+replaced back to Postgres (`_reclaim`).
 """
 
 from __future__ import annotations

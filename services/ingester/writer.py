@@ -16,15 +16,11 @@ from ulid import ULID
 
 from flamewatch.storage.block import BlockEntry, write_block
 from flamewatch.storage.index import BlockRecord, IndexEntry, commit_block, stored_profiles
+from flamewatch.storage.keys import LEVEL_FLUSH, block_key
 from flamewatch.storage.objstore import ObjectStore
 from flamewatch.storage.postgres import Database
 
 log = logging.getLogger(__name__)
-
-
-def block_key(tenant: str, level: int, min_time_ns: int, block_id: str) -> str:
-    day = time.strftime("%Y/%m/%d", time.gmtime(min_time_ns // 10**9))
-    return f"{tenant}/blocks/{level}/{day}/{block_id}.parquet"
 
 
 def identity(e: BlockEntry) -> tuple[int, int, int]:
@@ -47,7 +43,7 @@ class BlockWriter:
         data = write_block(fresh)
         times = [e.time_ns for e in fresh]
         block_id = str(ULID())
-        record = BlockRecord(block_id, tenant, block_key(tenant, 0, min(times), block_id), min(times),
+        record = BlockRecord(block_id, tenant, block_key(tenant, LEVEL_FLUSH, min(times), block_id), min(times),
                              max(times), 0, len(data), len(fresh))
         self.store.put(record.key, data)
         commit_block(self.db, record, [_index_entry(i, e) for i, e in enumerate(fresh)])

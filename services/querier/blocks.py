@@ -17,6 +17,7 @@ from typing import Protocol
 import numpy as np
 
 from flamewatch.querier.paths import PathIndex
+from flamewatch.querier.symbolization import QuerySymbols
 from flamewatch.storage.block import BlockReader
 from flamewatch.storage.errors import BlocksMissing, ObjectNotFound
 
@@ -39,6 +40,7 @@ class LoadedBlock:
         self.reader, self._paths = reader, paths
         self.node_paths = self._map(reader.location_names)
         self._line_paths: np.ndarray | None = None
+        self._symbolized: dict[str, tuple[int, np.ndarray]] = {}  # granularity -> (generation, paths)
         self._lock = threading.Lock()
 
     def _map(self, names: np.ndarray) -> np.ndarray:
@@ -49,14 +51,33 @@ class LoadedBlock:
         """What the block holds in memory now: it grows as queries decode more of its row groups."""
         return self.reader.nbytes * _EXPANSION + self.reader.decoded_bytes
 
-    def paths(self, granularity: str) -> np.ndarray:
-        """Path id per stack node at "functions" or "lines" granularity."""
+    def paths(self, granularity: str, symbols: QuerySymbols | None = None) -> np.ndarray:
+        """Path id per stack node at "functions" or "lines" granularity; with `symbols`, frames stored as
+        addresses are named by what the symbolizer answered (kept per answer generation)."""
+        if symbols is not None and symbols.has_addresses(self.reader):
+            return self._symbolized_paths(granularity, symbols)
         if granularity == "functions":
             return self.node_paths
         with self._lock:
             if self._line_paths is None:
                 self._line_paths = self._map(self.reader.location_line_names)
             return self._line_paths
+
+
+    def _symbolized_paths(self, granularity: str, symbols: QuerySymbols) -> np.ndarray:
+        generation = symbols.generation  # read first: an answer learnt meanwhile only makes the entry stale
+        with self._lock:
+            cached = self._symbolized.get(granularity)
+            if cached is not None and cached[0] == generation:
+                return cached[1]
+        chains = symbols.chains(self.reader)
+        r = self.reader
+        names = chains.names if granularity == "functions" else chains.line_names
+        frames = np.where(r.node_location >= 0, r.node_location, 0)
+        paths = self._paths.map_tree_runs(r.node_parent, r.node_depth, frames, chains.offsets, names)
+        with self._lock:
+            self._symbolized[granularity] = (generation, paths)
+        return paths
 
 
 class BlockCache:

@@ -30,6 +30,7 @@ from flamewatch.querier.merging import (
     used_sample_labels,
 )
 from flamewatch.querier.selection import Selection
+from flamewatch.querier.symbolization import Symbolization
 from flamewatch.rpc.errors import NotFoundError
 from flamewatch.storage import index
 from flamewatch.storage.frames import row_codes
@@ -46,6 +47,11 @@ class Merged:
     profile_type: ProfileType
     tree: CallTree | None  # None when rendered straight from the blocks (pprof)
     profiles: int
+    warnings: tuple[str, ...] = ()  # why the answer is partial, e.g. the symbolizer was unavailable
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.warnings)
 
 
 @dataclass(frozen=True, eq=False)
@@ -73,8 +79,10 @@ class Totals:
 
 
 class Querier:
-    def __init__(self, db: Database, blocks: BlockCache, config: QuerierConfig):
+    def __init__(self, db: Database, blocks: BlockCache, config: QuerierConfig,
+                 symbolization: Symbolization | None = None):
         self.db, self.blocks, self.config = db, blocks, config
+        self.symbolization = symbolization  # None: frames stored as addresses stay addresses
 
     # ------------------------------------------------------------------------------------ labels
 
@@ -200,12 +208,12 @@ class Querier:
         if profiles is not None:
             rows = rows.take(np.flatnonzero(_is_one_of(rows, profiles)))
         weights = _gauge_weights(rows) if sel.profile_type.is_gauge else None
-        return Merged(sel.profile_type, self._merge_rows(rows, sel, weights, granularity), len(rows))
+        return self._merged(rows, sel, weights, granularity)
 
     def nearest(self, tenant: str, query: str, time_ns: int, granularity: str = "functions") -> Merged:
         sel = self._select(tenant, query, *_ALL_TIME)
         rows = index.nearest_profile(self.db, [s.id for s in sel.series], time_ns)
-        return Merged(sel.profile_type, self._merge_rows(rows, sel, None, granularity), len(rows))
+        return self._merged(rows, sel, None, granularity)
 
     def pprof(self, tenant: str, query: str, start: int, end: int, time_ns: int | None) -> tuple[Merged, bytes]:
         """The merge (or the profile nearest `time_ns`) as pprof, with everything the profiles stored."""
@@ -239,10 +247,12 @@ class Querier:
             raise NotFoundError(f'unknown profile type "{q.profile_type}"; stored types are: {listing}')
         return ProfileType.parse(q.profile_type)
 
-    def _merge_rows(self, rows: ProfileRows, sel: Selection, weights: np.ndarray | None,
-                    granularity: str) -> CallTree:
+    def _merged(self, rows: ProfileRows, sel: Selection, weights: np.ndarray | None, granularity: str) -> Merged:
         r = self._rows(rows, sel, weights)
-        return merge_blocks(self.blocks, r.keys, r.block_id, r.row, r.weights, r.filters, r.row_filter, granularity)
+        symbols = self.symbolization.for_query() if self.symbolization is not None else None
+        tree = merge_blocks(self.blocks, r.keys, r.block_id, r.row, r.weights, r.filters, r.row_filter, granularity,
+                            symbols)
+        return Merged(sel.profile_type, tree, len(rows), tuple(symbols.state.warnings) if symbols else ())
 
 
 def _is_one_of(rows: ProfileRows, profiles: Sequence[tuple[int, int]]) -> np.ndarray:

@@ -17,6 +17,7 @@ from flamewatch.querier.blocks import BlockCache, LoadedBlock
 from flamewatch.querier.calltree import CallTree
 from flamewatch.querier.formats.pprof import Header
 from flamewatch.querier.selection import Filter
+from flamewatch.querier.symbolization import QuerySymbols
 from flamewatch.storage.block import BlockReader
 from flamewatch.storage.gather import Gathered, from_blocks
 
@@ -81,13 +82,17 @@ def _entries(g: _Group) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np
 
 def merge_blocks(blocks: BlockCache, keys: Mapping[str, str], block_id: np.ndarray, row: np.ndarray,
                  weights: np.ndarray | None, filters: Sequence[Filter] = ((),), row_filter: np.ndarray | None = None,
-                 granularity: str = "functions") -> CallTree:
+                 granularity: str = "functions", symbols: QuerySymbols | None = None) -> CallTree:
     """The call tree of the rows' kept samples, weighted by `weights[i]` (None: summed as they are),
-    keyed by function names or, with granularity "lines", by function, file and line. Entries are
-    folded in one row group at a time, so memory stays bounded by a group, not the range."""
+    keyed by function names or, with granularity "lines", by function, file and line. With `symbols`,
+    frames stored as bare addresses are symbolized first, all blocks' at once. Entries are folded in
+    one row group at a time, so memory stays bounded by a group, not the range."""
     merged = np.zeros(0, np.int64 if weights is None else np.float64)
-    for g in _groups(blocks, Rows(keys, block_id, row, weights, filters, row_filter)):
-        node_paths = g.block.paths(granularity)  # may add paths, so the sum grows after it
+    groups = list(_groups(blocks, Rows(keys, block_id, row, weights, filters, row_filter)))
+    if symbols is not None:
+        symbols.prepare([g.block.reader for g in groups])
+    for g in groups:
+        node_paths = g.block.paths(granularity, symbols)  # may add paths, so the sum grows after it
         merged = _grown(merged, len(blocks.paths))
         for _, nodes, _, values in _entries(g):
             np.add.at(merged, node_paths[nodes], values)

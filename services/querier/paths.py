@@ -45,6 +45,26 @@ class PathIndex:
                 path[level] = self._lookup_or_add(keys)
             return path
 
+    def map_tree_runs(self, parent: np.ndarray, depth: np.ndarray, node_frames: np.ndarray, offsets: np.ndarray,
+                      names: np.ndarray) -> np.ndarray:
+        """Like `map_tree`, but frame f stands for the run of names `names[offsets[f]:offsets[f + 1]]`
+        (outermost first): a symbolized address with inlined functions is several levels of the path."""
+        order = np.argsort(depth, kind="stable")
+        bounds = np.searchsorted(depth[order], np.arange(1, int(depth.max(initial=0)) + 2))
+        lengths = np.diff(offsets)
+        with self._lock:
+            name_ids = self._intern(names)
+            path = np.zeros(len(parent), np.int64)
+            for lo, hi in zip(bounds[:-1], bounds[1:]):
+                level = order[lo:hi]
+                frames = node_frames[level]
+                at, runs = path[parent[level]], lengths[frames]
+                for j in range(int(runs.max(initial=0))):  # once per inlined depth, vectorised over the level
+                    live = runs > j
+                    at[live] = self._lookup_or_add(at[live] << 32 | name_ids[offsets[frames[live]] + j])
+                path[level] = at
+            return path
+
     def _intern(self, names: np.ndarray) -> np.ndarray:
         wanted = pa.array(names, pa.string())
         found = pc.index_in(wanted, value_set=self._names).to_numpy(zero_copy_only=False)

@@ -95,7 +95,7 @@ def router(q: Querier) -> APIRouter:
             return Response(rendered.body, media_type="application/octet-stream", headers={
                 "Content-Disposition": f'attachment; filename="{rendered.merged.profile_type.name}.pb.gz"'})
         return {"profile_type": rendered.merged.profile_type.id, "profiles": rendered.merged.profiles,
-                format: rendered.body}
+                format: rendered.body, "partial": rendered.merged.partial, "warnings": list(rendered.merged.warnings)}
 
     @r.get("/diff", summary="Two merges side by side as one diff flamegraph", **_answers(DiffAnswer))
     def diff(left_query: str, right_query: str, tenant: Tenant = None, left_from: str | None = None,

@@ -81,6 +81,9 @@ class QueryAnswer(_Strict):
     flamegraph: FlamegraphBody | None = Field(None, description="with format=flamegraph (the default)")
     top: TopBody | None = Field(None, description="with format=top")
     tree: TreeNode | None = Field(None, description="with format=tree")
+    partial: bool = Field(False, description="some frames could not be symbolized (the symbolizer was "
+                          "unavailable) and are shown as [file] 0x… addresses")
+    warnings: list[str] = Field([], description="why the answer is partial")
 
 
 class DiffFlamegraphBody(_Strict):

@@ -78,7 +78,8 @@ class QueryServicer(query_pb2_grpc.QueryServiceServicer):
                                            request.time_ns or None, fmt, max_nodes, granularity)
         field, make = convert.RESULT_FIELDS[fmt]
         return query_pb2.QueryResponse(profile_type=convert.profile_type(rendered.merged.profile_type),
-                                       profiles=rendered.merged.profiles, **{field: make(rendered.body)})
+                                       profiles=rendered.merged.profiles, partial=rendered.merged.partial,
+                                       warnings=rendered.merged.warnings, **{field: make(rendered.body)})
 
     @handled
     async def Diff(self, request, context):

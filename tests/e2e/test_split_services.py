@@ -349,7 +349,7 @@ def test_merged_profile_in_every_format_matches_go_tool_pprof(cluster: Cluster, 
     base = {"query": type_id, **stored.window.rest()}
     bodies = {fmt: rest(cluster, "/query", tenant, {**base, "format": fmt}) for fmt in ("flamegraph", "top", "tree")}
     for fmt, body in bodies.items():
-        assert body.keys() == {"profile_type", "profiles", fmt}
+        assert body.keys() == {"profile_type", "profiles", fmt, "partial", "warnings"}
         assert (body["profile_type"], body["profiles"]) == (type_id, len(files))
 
     flamegraph = bodies["flamegraph"]["flamegraph"]

@@ -50,6 +50,11 @@ class MinioServer:
     def running(self) -> bool:
         return self._process is not None and self._process.poll() is None
 
+    @property
+    def pid(self) -> int | None:
+        """The server's process id while it runs (for reading its CPU time from /proc)."""
+        return self._process.pid if self.running and self._process is not None else None
+
     def start(self) -> None:
         """Start the server (again) and return once it answers its liveness check."""
         if self.running:

@@ -187,20 +187,24 @@ class TreeNode(_message.Message):
     def __init__(self_, name: _Optional[str] = ..., self: _Optional[int] = ..., total: _Optional[int] = ..., children: _Optional[_Iterable[_Union[TreeNode, _Mapping]]] = ...) -> None: ...
 
 class QueryResponse(_message.Message):
-    __slots__ = ("profile_type", "profiles", "flamegraph", "top", "tree", "pprof")
+    __slots__ = ("profile_type", "profiles", "flamegraph", "top", "tree", "pprof", "partial", "warnings")
     PROFILE_TYPE_FIELD_NUMBER: _ClassVar[int]
     PROFILES_FIELD_NUMBER: _ClassVar[int]
     FLAMEGRAPH_FIELD_NUMBER: _ClassVar[int]
     TOP_FIELD_NUMBER: _ClassVar[int]
     TREE_FIELD_NUMBER: _ClassVar[int]
     PPROF_FIELD_NUMBER: _ClassVar[int]
+    PARTIAL_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
     profile_type: _types_pb2.ProfileType
     profiles: int
     flamegraph: FlameGraph
     top: TopTable
     tree: TreeNode
     pprof: bytes
-    def __init__(self, profile_type: _Optional[_Union[_types_pb2.ProfileType, _Mapping]] = ..., profiles: _Optional[int] = ..., flamegraph: _Optional[_Union[FlameGraph, _Mapping]] = ..., top: _Optional[_Union[TopTable, _Mapping]] = ..., tree: _Optional[_Union[TreeNode, _Mapping]] = ..., pprof: _Optional[bytes] = ...) -> None: ...
+    partial: bool
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, profile_type: _Optional[_Union[_types_pb2.ProfileType, _Mapping]] = ..., profiles: _Optional[int] = ..., flamegraph: _Optional[_Union[FlameGraph, _Mapping]] = ..., top: _Optional[_Union[TopTable, _Mapping]] = ..., tree: _Optional[_Union[TreeNode, _Mapping]] = ..., pprof: _Optional[bytes] = ..., partial: _Optional[bool] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class DiffRequest(_message.Message):
     __slots__ = ("left_query", "left_range", "right_query", "right_range", "max_nodes")

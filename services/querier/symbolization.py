@@ -1,0 +1,312 @@
+"""The querier's symbolization step: names for frames that were stored as bare addresses.
+
+At merge time, every frame without a function whose mapping has a build ID or a file name is keyed by
+(object, file offset), the file offset being the address minus the mapping's start plus its offset.
+Offsets not known yet are looked up in Postgres (`symbolized_frames`), then asked of the symbolizer in
+one call holding every object of the query (one batch per build ID), and the answers kept in both.
+Debug information uploaded after a profile was stored therefore names it at the next query.
+
+Each block keeps, per answer generation, the function chain of each of its frames (inlined functions
+become frames of their own), so a warm query does no per-address work. When the symbolizer cannot be
+reached the frames keep their `[file] 0x…` names and the answer is marked partial.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from flamewatch.pprof.wire import expand_ranges
+from flamewatch.storage.block import BlockReader
+from flamewatch.storage.postgres import Database
+
+log = logging.getLogger(__name__)
+
+Chain = tuple[tuple[str, str, int], ...]  # (function, file, line) per frame, innermost first
+
+
+@dataclass(frozen=True, eq=False)
+class ObjectAddresses:
+    build_id: str
+    file_name: str
+    file_offsets: np.ndarray  # uint64, sorted and distinct
+
+
+@dataclass(frozen=True, eq=False)
+class ObjectAnswer:
+    found: bool  # False: no debug information for the object (yet)
+    chains: list[Chain]  # per file offset when found; () where no symbol covers it
+    error: str = ""
+
+
+class SymbolizerUnavailable(Exception):
+    """The symbolizer could not be reached or failed; the answer is partial."""
+
+
+class Symbolizer(Protocol):
+    """All the querier needs from a symbolizer."""
+
+    def symbolize(self, objects: list[ObjectAddresses]) -> list[ObjectAnswer]: ...
+
+
+@dataclass(frozen=True, eq=False)
+class BlockChains:
+    """Per frame of a block: its names outermost first, as runs (offsets [frames + 1], names)."""
+
+    offsets: np.ndarray
+    names: np.ndarray  # object
+    line_names: np.ndarray  # object: `function file:line`
+
+
+@dataclass
+class QueryState:
+    """What one query learnt: whether some frames stayed unsymbolized because of an outage."""
+
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.warnings)
+
+
+@dataclass(frozen=True, eq=False)
+class _Unresolved:
+    """A block's frames that need a symbolizer: frame index, object key, build ID, file and offset."""
+
+    frame: np.ndarray
+    key: np.ndarray  # object
+    build_id: np.ndarray  # object
+    file_name: np.ndarray  # object
+    offset: np.ndarray  # uint64
+
+
+@dataclass(frozen=True, eq=False)
+class QuerySymbols:
+    """The symbolization step as one query uses it: the shared answers and this query's state."""
+
+    symbolization: Symbolization
+    state: QueryState
+
+    @property
+    def generation(self) -> int:
+        return self.symbolization.generation
+
+    def prepare(self, readers: list[BlockReader]) -> None:
+        self.symbolization.prepare(readers, self.state)
+
+    def has_addresses(self, reader: BlockReader) -> bool:
+        return len(_unresolved(reader).frame) > 0
+
+    def chains(self, reader: BlockReader) -> BlockChains:
+        return self.symbolization.chains(reader)
+
+
+class Symbolization:
+    def __init__(self, symbolizer: Symbolizer, db: Database | None, retry_missing_s: float = 5.0,
+                 max_known: int = 2_000_000):
+        self._symbolizer, self._db, self._retry_s, self._max_known = symbolizer, db, retry_missing_s, max_known
+        self._epoch = 0  # grows when the answers in memory are dropped
+        self._lock = threading.Lock()
+        self._known: dict[tuple[str, int], int] = {}  # (object key, offset) -> chain id
+        self._chains: list[Chain] = []
+        self._chain_ids: dict[Chain, int] = {}
+        self._missing_until: dict[str, float] = {}  # object key -> when to ask again
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="symbolized-frames")
+        self.generation = 0  # grows whenever an answer is learnt
+        self.calls = 0  # symbolizer calls made, for tests and benchmarks
+
+    # --------------------------------------------------------------------------------- per query
+
+    def for_query(self) -> QuerySymbols:
+        return QuerySymbols(self, QueryState())
+
+    def prepare(self, readers: list[BlockReader], state: QueryState) -> None:
+        """Learn the chains of every unsymbolized frame of these blocks: memory, Postgres, then one
+        symbolizer call. A block all of whose frames are answered is not looked at again."""
+        epoch = self._epoch  # answers dropped meanwhile leave these blocks unsettled
+        pending = [r for r in {id(r): r for r in readers}.values() if not self._block_settled(r)]
+        wanted = _wanted([_unresolved(r) for r in pending])
+        wanted = {k: v for k, v in wanted.items() if not self._settled(k, v[2])}
+        if wanted and self._db is not None:
+            self._learn(self._from_postgres(wanted), persist=False)
+            wanted = {k: v for k, v in wanted.items() if not self._settled(k, v[2])}
+        if wanted and not self._ask(wanted, state):
+            return
+        with self._lock:
+            for r in pending:
+                missing = [self._missing_until[k] for k in set(_unresolved(r).key.tolist()) if k in self._missing_until]
+                r.__dict__["_symbolization_settled"] = (epoch, min(missing, default=float("inf")))
+
+    def _block_settled(self, reader: BlockReader) -> bool:
+        epoch, until = reader.__dict__.get("_symbolization_settled", (-1, 0.0))
+        return epoch == self._epoch and until > time.monotonic()
+
+    def chains(self, reader: BlockReader) -> BlockChains:
+        """The block's frames with what is known of them."""
+        un = _unresolved(reader)
+        with self._lock:
+            ids = np.array([self._known.get((k, o), -1) for k, o in zip(un.key.tolist(), un.offset.tolist())],
+                           np.int64)
+            chains = list(self._chains)
+        return _block_chains(reader, un.frame[ids >= 0], ids[ids >= 0], chains)
+
+    # --------------------------------------------------------------------------------- sources
+
+    def _settled(self, key: str, offsets: np.ndarray) -> bool:
+        with self._lock:
+            if self._missing_until.get(key, 0) > time.monotonic():
+                return True
+            return all((key, o) in self._known for o in offsets.tolist())
+
+    def _from_postgres(self, wanted: dict) -> dict[str, tuple[np.ndarray, list[Chain]]]:
+        found = {}
+        with self._db.connection() as conn:
+            for key, (_, _, offsets) in wanted.items():
+                # typed: an untyped list of Python ints is sent as numeric[], which compares row by row
+                rows = conn.execute("SELECT file_offset, frames FROM symbolized_frames WHERE object_key = %s "
+                                    "AND file_offset = ANY(%s::int8[])",
+                                    (key, offsets.view(np.int64).tolist())).fetchall()
+                if rows:
+                    found[key] = (np.array([r[0] for r in rows], np.int64).view(np.uint64),
+                                  [tuple(tuple(f) for f in r[1]) for r in rows])
+        return found
+
+    def _ask(self, wanted: dict, state: QueryState) -> bool:
+        """Ask the symbolizer; False when it could not answer (the query is then partial)."""
+        keys = list(wanted)
+        objects = [ObjectAddresses(wanted[k][0], wanted[k][1], self._not_known(k, wanted[k][2])) for k in keys]
+        try:
+            self.calls += 1
+            answers = self._symbolizer.symbolize(objects)
+        except SymbolizerUnavailable as exc:
+            log.warning("symbolizer unavailable, answering with addresses: %s", exc)
+            state.warnings.append(f"some frames are shown as addresses: the symbolizer is unavailable ({exc})")
+            return False
+        learnt = {}
+        for key, obj, answer in zip(keys, objects, answers):
+            if answer.found:
+                learnt[key] = (obj.file_offsets, answer.chains)
+            else:
+                if answer.error:
+                    state.warnings.append(f"frames of {obj.build_id or obj.file_name} are shown as addresses: "
+                                          f"{answer.error}")
+                with self._lock:
+                    self._missing_until[key] = time.monotonic() + self._retry_s
+        self._learn(learnt, persist=self._db is not None)
+        return True
+
+    def close(self) -> None:
+        """Wait for the answers still being written to Postgres."""
+        self._writer.shutdown(wait=True)
+
+    def _not_known(self, key: str, offsets: np.ndarray) -> np.ndarray:
+        with self._lock:
+            return np.array([o for o in offsets.tolist() if (key, o) not in self._known], np.uint64)
+
+    def _learn(self, found: dict[str, tuple[np.ndarray, list[Chain]]], persist: bool) -> None:
+        if not found:
+            return
+        with self._lock:
+            if len(self._known) > self._max_known:  # memory is bounded; Postgres still holds every answer
+                self._known.clear()
+                self._chains.clear()
+                self._chain_ids.clear()
+                self._epoch += 1  # blocks settled before must be looked at again
+            for key, (offsets, chains) in found.items():
+                for offset, chain in zip(offsets.tolist(), chains):
+                    self._known[(key, offset)] = self._chain_id(chain)
+            self.generation += 1
+        if persist:  # a cache: written behind the answer, in order, by one thread
+            self._writer.submit(self._persist, found)
+
+    def _chain_id(self, chain: Chain) -> int:
+        found = self._chain_ids.get(chain)
+        if found is None:
+            found = self._chain_ids[chain] = len(self._chains)
+            self._chains.append(chain)
+        return found
+
+    def _persist(self, found: dict[str, tuple[np.ndarray, list[Chain]]]) -> None:
+        rows = [(key, offset, json.dumps([list(f) for f in chain]))
+                for key, (offsets, chains) in found.items()
+                for offset, chain in zip(offsets.view(np.int64).tolist(), chains)]
+        try:
+            with self._db.connection() as conn, conn.cursor() as cur:
+                cur.executemany("INSERT INTO symbolized_frames (object_key, file_offset, frames) VALUES (%s, %s, %s)"
+                                " ON CONFLICT DO NOTHING", rows)
+        except Exception as exc:  # noqa: BLE001 - a cache write failing (an outage) costs only a re-ask later
+            log.info("symbolized frames not cached in Postgres: %s", exc)
+
+
+# ------------------------------------------------------------------------------------------ per block
+
+
+def _unresolved(reader: BlockReader) -> _Unresolved:
+    """Frames with no function inside a mapping with a build ID or a file name, with their file offsets."""
+    cached = reader.__dict__.get("_symbolization_unresolved")
+    if cached is not None:
+        return cached
+    fr, mp, strings = reader.frames, reader.mappings, reader.strings
+    frame = np.flatnonzero((fr["function"] < 0) & (fr["mapping"] >= 0))
+    m = fr["mapping"][frame]
+    address = fr["address"][frame]
+    inside = (mp["memory_start"][m] <= address) & (address < mp["memory_limit"][m]) if len(m) else np.zeros(0, bool)
+    frame, m, address = frame[inside], m[inside], address[inside]
+    build_ids = strings[mp["build_id"]].astype(str) if len(mp["build_id"]) else np.zeros(0, str)
+    files = strings[mp["filename"]].astype(str) if len(mp["filename"]) else np.zeros(0, str)
+    pseudo = np.array([f.startswith("[") or not f for f in files.tolist()], bool)  # [vdso], [vsyscall]
+    keys = np.array([b.lower() if b else ("" if p else "name:" + f.rsplit("/", 1)[-1])
+                     for b, f, p in zip(build_ids.tolist(), files.tolist(), pseudo.tolist())], object)
+    usable = keys[m] != "" if len(m) else np.zeros(0, bool)
+    frame, m, address = frame[usable], m[usable], address[usable]
+    offset = address - mp["memory_start"][m] + mp["file_offset"][m]
+    un = _Unresolved(frame, keys[m], build_ids[m].astype(object), files[m].astype(object), offset.astype(np.uint64))
+    reader.__dict__["_symbolization_unresolved"] = un
+    return un
+
+
+def _wanted(parts: list[_Unresolved]) -> dict[str, tuple[str, str, np.ndarray]]:
+    """Per object key: (build ID, file name, distinct sorted offsets) over all blocks."""
+    out: dict[str, tuple[str, str, list[np.ndarray]]] = {}
+    for un in parts:
+        if not len(un.key):
+            continue
+        keys, inverse = np.unique(un.key.astype(str), return_inverse=True)
+        for i, key in enumerate(keys.tolist()):  # one step per object file, not per frame
+            pick = np.flatnonzero(inverse.reshape(-1) == i)
+            entry = out.setdefault(key, (str(un.build_id[pick[0]]), str(un.file_name[pick[0]]), []))
+            entry[2].append(un.offset[pick])
+    return {k: (b, f, np.unique(np.concatenate(o))) for k, (b, f, o) in out.items()}
+
+
+def _block_chains(reader: BlockReader, frames: np.ndarray, ids: np.ndarray, chains: list[Chain]) -> BlockChains:
+    """Each frame's names, outermost first: a symbolized frame's chain, any other frame its stored name."""
+    used, inverse = np.unique(ids, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    flat_names, flat_lines, run = _flattened([chains[i] for i in used.tolist()])
+    lengths = np.ones(len(reader.frames["function"]), np.int64)
+    lengths[frames] = np.maximum(run[inverse], 1)  # a chain with no frame keeps the frame's stored name
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    names = np.repeat(reader.location_names, lengths).astype(object)
+    line_names = np.repeat(reader.location_line_names, lengths).astype(object)
+    chain_start = np.cumsum(run) - run
+    target = expand_ranges(offsets[frames], run[inverse])
+    source = expand_ranges(chain_start[inverse], run[inverse])
+    names[target] = flat_names[source]
+    line_names[target] = flat_lines[source]
+    return BlockChains(offsets, names, line_names)
+
+
+def _flattened(chains: list[Chain]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Names and line names of the chains, each outermost first, end to end; and each chain's length."""
+    frames = [frame for chain in chains for frame in reversed(chain)]  # one step per distinct frame
+    names = np.array([f[0] for f in frames], object)
+    lines = np.array([f"{f[0]} {f[1].rsplit('/', 1)[-1]}:{f[2]}" if f[1] else f[0] for f in frames], object)
+    return names, lines, np.array([len(c) for c in chains], np.int64)

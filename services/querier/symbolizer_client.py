@@ -1,0 +1,38 @@
+"""The querier's `Symbolizer` over gRPC (SymbolizerService.Symbolize); any RPC failure is
+`SymbolizerUnavailable`, so a query answers with addresses instead of failing."""
+
+from __future__ import annotations
+
+import grpc
+
+from flamewatch.api.flamewatch.v1 import symbolizer_pb2 as pb
+from flamewatch.api.flamewatch.v1 import symbolizer_pb2_grpc
+from flamewatch.querier.symbolization import ObjectAddresses, ObjectAnswer, SymbolizerUnavailable
+from flamewatch.rpc.listen import GRPC_OPTIONS
+
+
+class GrpcSymbolizer:
+    def __init__(self, address: str, timeout_s: float = 30.0):
+        self.address = address
+        self._channel = grpc.insecure_channel(address, options=[o for o in GRPC_OPTIONS if "length" in o[0]])
+        self._stub = symbolizer_pb2_grpc.SymbolizerServiceStub(self._channel)
+        self._timeout = timeout_s
+
+    def symbolize(self, objects: list[ObjectAddresses]) -> list[ObjectAnswer]:
+        request = pb.SymbolizeRequest(objects=[
+            pb.ObjectAddresses(build_id=o.build_id, file_name=o.file_name, file_offsets=o.file_offsets.tolist())
+            for o in objects])
+        try:
+            response = self._stub.Symbolize(request, timeout=self._timeout)
+        except grpc.RpcError as exc:
+            raise SymbolizerUnavailable(f"{self.address}: {exc.code().name}: {exc.details()}") from exc
+        return [_answer(o) for o in response.objects]
+
+    def close(self) -> None:
+        self._channel.close()
+
+
+def _answer(o: pb.ObjectFrames) -> ObjectAnswer:
+    if o.status != pb.SYMBOLIZE_STATUS_OK:
+        return ObjectAnswer(False, [], o.error)
+    return ObjectAnswer(True, [tuple((f.function, f.file, f.line) for f in loc.frames) for loc in o.locations])

@@ -1,0 +1,1 @@
+"""The symbolizer: debug information by build ID, and addresses turned into frames."""

@@ -1,0 +1,68 @@
+"""`flamewatch debuginfo upload`: send ELF files to a symbolizer, each under its GNU build ID.
+
+Each file is checked here first (an ELF file with a build ID), so a wrong file fails before any
+upload. A separate `.debug` file given with its executable (`app` and `app.debug`) must carry the
+same build ID, or the upload stops and names both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import grpc
+
+from flamewatch.api.flamewatch.v1 import symbolizer_pb2 as pb
+from flamewatch.api.flamewatch.v1 import symbolizer_pb2_grpc
+from flamewatch.symbolizer.elf import read_elf
+from flamewatch.symbolizer.errors import BuildIdMismatch, DebuginfoError
+from flamewatch.symbolizer.service import UPLOAD_CHUNK_BYTES
+
+
+class DebuginfoUploadError(Exception):
+    """A file could not be read, is not usable debug information, or the symbolizer refused it."""
+
+
+def upload_debuginfo(files: Sequence[Path], address: str, timeout: float) -> Iterator[str]:
+    checked = [(path, data, _build_id(path, data)) for path, data in ((p, _read(p)) for p in files)]
+    _check_companions(checked)
+    with grpc.insecure_channel(address) as channel:
+        stub = symbolizer_pb2_grpc.SymbolizerServiceStub(channel)
+        for path, data, build_id in checked:
+            try:
+                done = stub.UploadDebuginfo(_chunks(path, data, build_id), timeout=timeout)
+            except grpc.RpcError as exc:
+                verb = "cannot reach" if exc.code() == grpc.StatusCode.UNAVAILABLE else "refused by"
+                raise DebuginfoUploadError(f"{path}: {verb} {address} ({exc.code().name}): {exc.details()}") \
+                    from exc
+            yield f"{path}: stored as build ID {done.build_id} ({done.size} bytes, {', '.join(done.features)})"
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise DebuginfoUploadError(f"{path}: {exc.strerror}") from exc
+
+
+def _build_id(path: Path, data: bytes) -> str:
+    try:
+        return read_elf(data, str(path)).build_id
+    except DebuginfoError as exc:
+        raise DebuginfoUploadError(str(exc)) from exc
+
+
+def _check_companions(checked: list[tuple[Path, bytes, str]]) -> None:
+    by_path = {str(path): build_id for path, _, build_id in checked}
+    for path, _, build_id in checked:
+        executable = str(path).removesuffix(".debug")
+        if path.suffix == ".debug" and executable in by_path and by_path[executable] != build_id:
+            raise DebuginfoUploadError(str(BuildIdMismatch(
+                f"{path} has build ID {build_id} but {executable} has {by_path[executable]}: the debug file "
+                "was not split from this executable")))
+
+
+def _chunks(path: Path, data: bytes, build_id: str) -> Iterator[pb.UploadDebuginfoChunk]:
+    yield pb.UploadDebuginfoChunk(build_id=build_id, file_name=path.name, data=data[:UPLOAD_CHUNK_BYTES])
+    for at in range(UPLOAD_CHUNK_BYTES, len(data), UPLOAD_CHUNK_BYTES):
+        yield pb.UploadDebuginfoChunk(data=data[at:at + UPLOAD_CHUNK_BYTES])

@@ -452,3 +452,10 @@ def test_image_and_pull_secrets_reach_every_pod() -> None:
         assert pod["imagePullSecrets"] == [{"name": "regcred"}], name
         if name in _flamewatch_deployments(objects):
             assert _container(deployment)["image"] == "registry.example.com/flamewatch:1.2.3", name
+
+
+def test_debuginfod_servers_reach_the_symbolizer_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    objects = _render("default", sets=("symbolizer.debuginfodUrls={https://a.example.org,https://b.example.org}",))
+    args, _ = _parsed(_by_kind(objects, "Deployment")[f"{FULL}-symbolizer"], monkeypatch)
+    assert args.command == "symbolizer"
+    assert args.debuginfod_urls == ["https://a.example.org", "https://b.example.org"]

@@ -6,6 +6,9 @@ PY := $(VENV)/bin/python
 CACHE := .cache
 MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
 MINIO := $(CACHE)/bin/minio
+HELM_VERSION := v3.22.0
+HELM := $(CACHE)/bin/helm
+CHART := deploy/helm/flamewatch
 WORKLOAD := $(CACHE)/targets/workload
 PYTEST_ARGS ?=
 FUZZ_SECONDS ?= 600
@@ -18,7 +21,7 @@ CHROMIUM := /usr/bin/chromium
 DEBUGINFOD := /usr/bin/debuginfod
 GPERFTOOLS := /usr/lib/x86_64-linux-gnu/libprofiler.so
 
-.PHONY: deps run test proto lint bench bench-quick bench-pipeline bench-demo bench-connect fuzz ui ui-test
+.PHONY: deps run test proto lint helm-docs helm-lint bench bench-quick bench-pipeline bench-demo bench-connect fuzz ui ui-test
 
 deps: $(VENV)/.installed $(MINIO) $(WORKLOAD)
 
@@ -34,6 +37,19 @@ $(MINIO):
 	@mkdir -p $(CACHE)/bin
 	@GOBIN=$(CURDIR)/$(CACHE)/bin GOFLAGS=-trimpath go install github.com/minio/minio@$(MINIO_VERSION)
 
+# Helm, for the chart's tests (render, lint), built from source with the Go toolchain and cached.
+$(HELM):
+	@echo "make: building helm $(HELM_VERSION) from source into $(HELM), for the chart's tests (the first time takes a few minutes)"
+	@mkdir -p $(CACHE)/bin
+	@GOBIN=$(CURDIR)/$(CACHE)/bin GOFLAGS=-trimpath go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+
+# The chart's README: its values table from the comments of values.yaml (a test fails when it drifts).
+helm-docs: $(VENV)/.installed
+	$(PY) deploy/helm/readme.py
+
+helm-lint: $(HELM)
+	$(HELM) lint --strict $(CHART)
+
 # The demo Go program `make run` profiles next to Flamewatch itself.
 $(WORKLOAD): tests/targets/workload/go.mod $(wildcard tests/targets/workload/*.go)
 	@echo "make: building the demo Go program into $(WORKLOAD)"
@@ -48,7 +64,7 @@ run: $(VENV)/.installed $(WORKLOAD) $(UI_BUILD)
 	demo=$$!; trap 'kill $$demo 2>/dev/null' EXIT INT TERM; \
 	$(VENV)/bin/flamewatch all --config.file examples/flamewatch.yaml
 
-test: deps $(UI_BUILD) $(CHROMIUM) $(DEBUGINFOD) $(GPERFTOOLS) ui-test
+test: deps $(HELM) $(UI_BUILD) $(CHROMIUM) $(DEBUGINFOD) $(GPERFTOOLS) ui-test
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The web UI (TypeScript, React, Vite): npm packages from the committed lock file, built into $(UI)/dist,
@@ -90,7 +106,7 @@ proto: $(VENV)/.installed
 	$(PY) proto/generate.py
 
 lint: $(VENV)/.installed
-	$(PY) -m ruff check libs services tests bench fuzz proto/generate.py
+	$(PY) -m ruff check libs services tests bench fuzz proto/generate.py deploy/helm
 
 # The storage benchmark of issue 8 (bench/README.md): real Go profiles as a fleet and a week through the
 # ingester into Postgres and MinIO, compaction, queries; prints the table and writes bench/results/.

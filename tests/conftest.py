@@ -12,6 +12,7 @@ Tests declare what they touch with markers, and using a fixture without its mark
 | `go_target` | function | `go` | "127.0.0.1:PORT" of a freshly started `tests/targets/workload` |
 | `go_profiles` | session | `go` | name -> gzipped pprof: cpu (2 s), heap, allocs, goroutine, mutex, block |
 | `go_profile_files` | session | `go` | name -> Path of the same profiles saved as `<name>.pb.gz` |
+| `helm_binary` | session | `helm` | Path of the `helm` binary `make` built into `.cache/bin` (see `infra.helm`) |
 
 `minio` has `endpoint` ("127.0.0.1:PORT"), `access_key`, `secret_key`, `client()`, and `stop()` / `start()`,
 which bring it down and back on the same port with the same data. Postgres is the server named by
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from infra import gotargets, postgres
+from infra import gotargets, helm, postgres
 from infra.minio import MinioServer
 from infra.pgctl import PostgresProcess
 
@@ -46,6 +47,7 @@ REQUIRED_MARKERS = {
     "go_profile_files": "go",
     "_go_workload": "go",
     "_go_capture": "go",
+    "helm_binary": "helm",
     "flamewatch_ui": "browser",
     "chromium": "browser",
 }
@@ -165,3 +167,11 @@ def go_profiles(_go_capture: _Capture) -> dict[str, bytes]:
 @pytest.fixture(scope="session")
 def go_profile_files(_go_capture: _Capture) -> dict[str, Path]:
     return dict(_go_capture.files)
+
+
+# Helm
+
+
+@pytest.fixture(scope="session")
+def helm_binary() -> Path:
+    return helm.binary()

@@ -7,6 +7,7 @@
 - `minio`: a MinIO server process that can be stopped and started again on the same port.
 - `gotargets`: building, running and scraping the Go programs under `tests/targets/`.
 - `gotool`: reading pprof files with `go tool pprof`, independently of Flamewatch's own decoder.
+- `helm`: the `helm` binary rendering and linting the chart under `deploy/helm/`.
 """
 
 from pathlib import Path

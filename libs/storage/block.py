@@ -364,15 +364,16 @@ class BlockReader:
         decoded = tuple(self.__dict__.get("_lists", {}).values())  # a snapshot: queries may be adding to it
         return sum(a.nbytes for lists in decoded for a in lists)
 
-    def entry_parts(self, rows: np.ndarray, weights: np.ndarray | None = None
-                    ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
-        """`sample_entries` one row group at a time, so a caller that folds them keeps memory bounded."""
+    def entry_parts(self, rows: np.ndarray, weights: np.ndarray | None = None, *, owners: bool = True,
+                    label_sets: bool = True) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+        """`sample_entries` one row group at a time, so a caller that folds them keeps memory bounded;
+        owners or label sets not asked for are None (a merge needs neither)."""
         rows = np.asarray(rows, np.int64)
         group = np.searchsorted(self._group_starts, rows, side="right") - 1
         order = np.argsort(group, kind="stable")
         bounds = np.flatnonzero(np.r_[True, group[order][1:] != group[order][:-1], True]) if len(rows) else [0]
         for lo, hi in zip(bounds[:-1], bounds[1:]):
-            yield self._group_entries(int(group[order[lo]]), order[lo:hi], rows, weights)
+            yield self._group_entries(int(group[order[lo]]), order[lo:hi], rows, weights, owners, label_sets)
 
     def sample_entries(self, rows: np.ndarray, weights: np.ndarray | None = None
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -385,15 +386,17 @@ class BlockReader:
             return empty, empty, empty, np.zeros(0, np.int64 if weights is None else np.float64)
         return tuple(np.concatenate(c) if len(parts) > 1 else c[0] for c in zip(*parts))  # type: ignore[return-value]
 
-    def _group_entries(self, group: int, pick: np.ndarray, rows: np.ndarray, weights: np.ndarray | None):
+    def _group_entries(self, group: int, pick: np.ndarray, rows: np.ndarray, weights: np.ndarray | None,
+                       owners: bool = True, label_sets: bool = True):
         offsets, nodes, sets, values = self._group_lists(group)
         local = rows[pick] - self._group_starts[group]
         counts = offsets[local + 1] - offsets[local]
         take = _taker(offsets, local, counts)
-        owner = np.repeat(pick, counts)
+        owner = np.repeat(pick, counts) if owners else None
+        picked_sets = take(sets) if label_sets else None
         if weights is None:
-            return owner, take(nodes), take(sets), take(values)
-        return owner, take(nodes), take(sets), take(values) * np.repeat(np.asarray(weights, np.float64)[pick], counts)
+            return owner, take(nodes), picked_sets, take(values)
+        return owner, take(nodes), picked_sets, take(values) * np.repeat(np.asarray(weights, np.float64)[pick], counts)
 
     def entries(self, rows: np.ndarray, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(stack node, self value) of every entry of the given profile rows; values float64 when weighted.

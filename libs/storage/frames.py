@@ -133,6 +133,16 @@ def row_codes(columns: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return inverse.reshape(-1), first
 
 
+def run_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values (sorted) and each element's index among them, for an array whose equal
+    values mostly come in runs (such as the block of each profile row): only the run heads are sorted."""
+    if not len(values):
+        return values[:0], np.zeros(0, np.int64)
+    starts = np.r_[0, np.flatnonzero(values[1:] != values[:-1]) + 1]
+    distinct, head_codes = np.unique(values[starts], return_inverse=True)
+    return distinct, np.repeat(head_codes.reshape(-1), np.diff(np.r_[starts, len(values)]))
+
+
 def unique_ragged(heads: np.ndarray, offsets: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, np.ndarray,
                                                                                         np.ndarray, np.ndarray]:
     """Distinct rows where a row is `heads[i]` followed by its run of `items[offsets[i]:offsets[i+1]]`.

@@ -33,7 +33,7 @@ from flamewatch.querier.selection import Selection
 from flamewatch.querier.symbolization import Symbolization
 from flamewatch.rpc.errors import NotFoundError
 from flamewatch.storage import index
-from flamewatch.storage.frames import row_codes
+from flamewatch.storage.frames import row_codes, run_codes
 from flamewatch.storage.index import ProfileRows, Series
 from flamewatch.storage.postgres import Database
 
@@ -134,7 +134,7 @@ class Querier:
         return out
 
     def _rows(self, rows: ProfileRows, sel: Selection, weights: np.ndarray | None) -> Rows:
-        keys = index.block_keys(self.db, sorted(set(rows.block_id.tolist())))
+        keys = index.block_keys(self.db, run_codes(rows.block_id)[0].tolist())
         return Rows(keys, rows.block_id, rows.row, weights, sel.filters, sel.row_filters(rows))
 
     # ------------------------------------------------------------------------------------ totals

@@ -19,6 +19,7 @@ from flamewatch.querier.formats.pprof import Header
 from flamewatch.querier.selection import Filter
 from flamewatch.querier.symbolization import QuerySymbols
 from flamewatch.storage.block import BlockReader
+from flamewatch.storage.frames import run_codes
 from flamewatch.storage.gather import Gathered, from_blocks
 
 GRANULARITIES = ("functions", "lines")
@@ -58,8 +59,7 @@ def set_mask(reader: BlockReader, matchers: Filter) -> np.ndarray | None:
 def _groups(blocks: BlockCache, r: Rows) -> Iterator[_Group]:
     loaded = blocks.get_many(r.keys.values())
     row_filter = np.zeros(len(r.row), np.int64) if r.row_filter is None else r.row_filter
-    block_index = np.unique(r.block_id.astype(str), return_inverse=True)[1].reshape(-1) if len(r.row) else \
-        np.zeros(0, np.int64)
+    block_index = run_codes(r.block_id)[1]  # rows come in runs of one block: no sort of every block id
     order = np.lexsort((r.row, row_filter, block_index))  # rows in block order: read as runs
     key = np.stack([block_index, row_filter], axis=1)[order]
     starts = np.flatnonzero(np.r_[True, (key[1:] != key[:-1]).any(axis=1)]) if len(order) else []
@@ -69,15 +69,18 @@ def _groups(blocks: BlockCache, r: Rows) -> Iterator[_Group]:
                      set_mask(block.reader, r.filters[row_filter[pick[0]]]))
 
 
-def _entries(g: _Group) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+def _entries(g: _Group, owners: bool = True) -> Iterator[tuple[np.ndarray | None, np.ndarray, np.ndarray | None,
+                                                               np.ndarray]]:
     """(row index within the group, node, label set, value) of the group's kept entries, one row group
-    of the block at a time."""
-    for owner, nodes, sets, values in g.block.reader.entry_parts(g.rows, g.weights):
+    of the block at a time; without `owners`, the row indices (and label sets, when no filter needs
+    them) are None."""
+    for owner, nodes, sets, values in g.block.reader.entry_parts(g.rows, g.weights, owners=owners,
+                                                                 label_sets=owners or g.set_mask is not None):
         if g.set_mask is None:
             yield owner, nodes, sets, values
         else:
             keep = g.set_mask[sets]
-            yield owner[keep], nodes[keep], sets[keep], values[keep]
+            yield None if owner is None else owner[keep], nodes[keep], sets[keep], values[keep]
 
 
 def merge_blocks(blocks: BlockCache, keys: Mapping[str, str], block_id: np.ndarray, row: np.ndarray,
@@ -94,9 +97,27 @@ def merge_blocks(blocks: BlockCache, keys: Mapping[str, str], block_id: np.ndarr
     for g in groups:
         node_paths = g.block.paths(granularity, symbols)  # may add paths, so the sum grows after it
         merged = _grown(merged, len(blocks.paths))
-        for _, nodes, _, values in _entries(g):
-            np.add.at(merged, node_paths[nodes], values)
+        sums = np.zeros(len(node_paths), merged.dtype)
+        for _, nodes, _, values in _entries(g, owners=False):
+            _fold(sums, nodes, values)
+        np.add.at(merged, node_paths, sums)
     return blocks.paths.tree(_grown(merged, len(blocks.paths)))
+
+
+# Integer sums through float64 are exact while every partial sum stays below 2**53.
+_EXACT_IN_FLOAT = 2**53
+
+
+def _fold(sums: np.ndarray, nodes: np.ndarray, values: np.ndarray) -> None:
+    """Add values to their stack nodes' sums: np.add.at for a few entries, a bincount over all nodes
+    (one pass, through float64) for many, where integer sums cannot pass what float64 holds exactly."""
+    many = 4 * len(nodes) >= len(sums)
+    exact = sums.dtype.kind == "f" or (
+        len(values) > 0 and float(np.abs(values.astype(np.float64)).max()) * len(values) < _EXACT_IN_FLOAT)
+    if many and exact:
+        sums += np.bincount(nodes, weights=values, minlength=len(sums)).astype(sums.dtype)
+    else:
+        np.add.at(sums, nodes, values)
 
 
 def _grown(values: np.ndarray, size: int) -> np.ndarray:

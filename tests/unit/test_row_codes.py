@@ -1,9 +1,10 @@
-"""`row_codes`: distinct integer rows in lexicographic order, packed into one key or not."""
+"""Codes for distinct rows and runs, and folding entry values into per-node sums."""
 
 import numpy as np
 import pytest
 
-from flamewatch.storage.frames import row_codes
+from flamewatch.querier.merging import _fold
+from flamewatch.storage.frames import row_codes, run_codes
 
 
 @pytest.mark.parametrize("spread", [3, 10**6, 2**40])
@@ -26,3 +27,25 @@ def test_extreme_values_take_the_exact_path():
 def test_no_rows():
     code, first = row_codes([np.zeros(0, np.int64), np.zeros(0, np.int64)])
     assert len(code) == len(first) == 0
+
+
+def test_run_codes_number_values_that_come_in_runs():
+    values = np.array(["b", "b", "a", "a", "a", "c", "b", "b"])
+    distinct, codes = run_codes(values)
+    assert distinct.tolist() == ["a", "b", "c"]
+    assert distinct[codes].tolist() == values.tolist()
+    assert [len(x) for x in run_codes(values[:0])] == [0, 0]
+
+
+def test_folding_stays_exact_for_integer_sums_past_float_precision():
+    nodes = np.array([0, 1, 1, 2] * 50, np.int64)
+    big = np.full(len(nodes), 2**55 + 1, np.int64)
+    sums = np.zeros(3, np.int64)
+    _fold(sums, nodes, big)
+    assert sums.tolist() == [50 * (2**55 + 1), 100 * (2**55 + 1), 50 * (2**55 + 1)]
+    small = np.arange(len(nodes), dtype=np.int64)
+    again = np.zeros(3, np.int64)
+    _fold(again, nodes, small)  # the bincount path
+    want = np.zeros(3, np.int64)
+    np.add.at(want, nodes, small)
+    assert again.tolist() == want.tolist()

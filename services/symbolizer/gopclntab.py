@@ -16,19 +16,13 @@ from functools import lru_cache
 import numpy as np
 
 from flamewatch.symbolizer.elf import Section, sections, symbol_address
+from flamewatch.symbolizer.frames import Frame
 
 _MAGIC_120 = 0xFFFFFFF1
 _PCDATA_INL_TREE_INDEX = 2
 _FUNCDATA_INL_TREE = 3
 _FUNC_FIXED = 44  # bytes of a _func before its pcdata and funcdata offsets
 _NO_DATA = 0xFFFFFFFF
-
-
-@dataclass(frozen=True)
-class GoFrame:
-    function: str
-    file: str
-    line: int
 
 
 @dataclass(frozen=True, eq=False)
@@ -58,17 +52,17 @@ class GoLineTable:
         self._func_offsets = functab[1::2]
         self._cached = lru_cache(maxsize=65536)(self._func)
 
-    def resolve(self, pcs: np.ndarray) -> list[list[GoFrame]]:
+    def resolve(self, pcs: np.ndarray) -> list[list[Frame]]:
         """Frames of each pc (absolute), innermost inlined first; [] for a pc in no function."""
         pcs = np.asarray(pcs, np.uint64)
         index = np.searchsorted(self._entries, pcs, side="right") - 1
         valid = (index >= 0) & (index < len(self._entries) - 1)
-        out: list[list[GoFrame]] = [[] for _ in range(len(pcs))]
+        out: list[list[Frame]] = [[] for _ in range(len(pcs))]
         for i in np.flatnonzero(valid).tolist():  # one step per address; each function decoded once
             out[i] = self._frames(self._cached(int(index[i])), int(pcs[i]))
         return out
 
-    def _frames(self, f: _Func, pc: int) -> list[GoFrame]:
+    def _frames(self, f: _Func, pc: int) -> list[Frame]:
         frames = []
         while f.inl_pcs is not None and f.inl_tree is not None:
             ix = _value_at(f.inl_pcs, pc)
@@ -76,9 +70,9 @@ class GoLineTable:
                 break
             _, name_off, parent_pc, _ = struct.unpack_from("<IiiI", self._data, f.inl_tree + 16 * ix)
             name = self._string(self._funcname + name_off)
-            frames.append(GoFrame(name, self._file(f, pc), _value_at(f.line_pcs, pc)))
+            frames.append(Frame(name, self._file(f, pc), _value_at(f.line_pcs, pc)))
             pc = f.entry + parent_pc
-        frames.append(GoFrame(f.name, self._file(f, pc), _value_at(f.line_pcs, pc)))
+        frames.append(Frame(f.name, self._file(f, pc), _value_at(f.line_pcs, pc)))
         return frames
 
     def _file(self, f: _Func, pc: int) -> str:

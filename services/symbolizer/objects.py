@@ -18,14 +18,8 @@ from symbolic.symcache import SymCache
 
 from flamewatch.symbolizer.elf import Segments
 from flamewatch.symbolizer.errors import DebuginfoError
+from flamewatch.symbolizer.frames import Frame
 from flamewatch.symbolizer.gopclntab import GoLineTable, go_line_table
-
-
-@dataclass(frozen=True)
-class Frame:
-    function: str
-    file: str
-    line: int
 
 
 @dataclass(frozen=True, eq=False)

@@ -20,7 +20,8 @@ from flamewatch.symbolizer.config import SymbolizerConfig
 from flamewatch.symbolizer.debuginfod import DebuginfodClient
 from flamewatch.symbolizer.elf import read_elf
 from flamewatch.symbolizer.errors import BuildIdMismatch, DebuginfodError, DebuginfoError
-from flamewatch.symbolizer.objects import Frame, ObjectFile, build_symcache, features, open_object
+from flamewatch.symbolizer.frames import Frame
+from flamewatch.symbolizer.objects import ObjectFile, build_symcache, features, open_object
 from flamewatch.symbolizer.store import DebuginfoStore, Meta, has_file_offsets, segment_rows
 
 log = logging.getLogger(__name__)

@@ -52,6 +52,7 @@ class _Parser(argparse.ArgumentParser):
         boolean = kwargs.get("action") in ("store_true", argparse.BooleanOptionalAction)
         if env in os.environ and not boolean:
             kwargs["default"] = os.environ[env]
+            kwargs["required"] = False  # the environment gave it: argparse would still ask for the flag
         elif env in os.environ:
             kwargs["default"] = os.environ[env].lower() in ("1", "true", "yes")
         shown = kwargs.get("default")

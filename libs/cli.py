@@ -231,7 +231,9 @@ def _collector_parser(sub) -> None:
                        "on schedule and push the profiles to an ingester over gRPC. Reloads the file on SIGHUP "
                        "or POST /-/reload; target health at GET /api/v1/targets.")
     p.add("--config.file", "YAML configuration with scrape_configs", dest="config_file", required=True)
-    p.add("--ingester.address", "the ingester's gRPC address", dest="ingester_address", default="127.0.0.1:4101")
+    p.add("--ingester.address", "the ingester's gRPC address; batches are spread over every address a "
+          "`dns:///NAME:PORT` resolves to, or that `ipv4:HOST:PORT,HOST:PORT` lists", dest="ingester_address",
+          default="127.0.0.1:4101")
     p.add("--tenant", "tenant the profiles are stored under", default="anonymous")
     p.address("--http-address", "HTTP listen address (/api/v1/targets, /-/reload, /metrics)", ":4300")
     p.address("--grpc-address", "gRPC listen address (CollectorService)", ":4301")

@@ -271,6 +271,9 @@ def test_ha_values_run_three_collector_shards_with_hashmod_relabeling() -> None:
     # each shard keeps its own PDB and Service
     assert {f"{FULL}-collector-{i}" for i in range(3)} <= set(_by_kind(objects, "PodDisruptionBudget"))
     assert {f"{FULL}-collector-{i}" for i in range(3)} <= set(_by_kind(objects, "Service"))
+    # the frontend's Targets page asks every shard
+    assert _env(deployments[f"{FULL}-frontend"])["FLAMEWATCH_COLLECTOR_URL"]["value"] == \
+        ",".join(f"http://{FULL}-collector-{i}:4300" for i in range(3))
 
 
 def test_collector_shards_split_the_targets_between_them() -> None:

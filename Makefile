@@ -48,7 +48,8 @@ $(HELM):
 
 # The Kubernetes API server the discovery and chart tests run against, built from the k8s.io/kubernetes
 # module's source: the module's go.mod points its k8s.io/* staging modules at ./staging, which a module
-# download does not carry, so a writable copy has them replaced by their published v0.X.Y versions.
+# download does not carry, so a writable copy has them replaced by their published v0.X.Y versions. The
+# version is stamped in as Kubernetes' own build does, so clients (helm's kubeVersion check) see v1.X.Y.
 kube-apiserver: $(KUBE_APISERVER)
 
 $(KUBE_APISERVER):
@@ -63,7 +64,12 @@ $(KUBE_APISERVER):
 		sed -i -E "s#^(\s*)(k8s\.io/[a-z0-9-]+) => \./staging/src/k8s\.io/[a-z0-9-]+\$$#\1\2 => \2 $$staging#" $$src/go.mod; \
 		touch $$src/.copied; \
 	fi; \
-	cd $$src && GOWORK=off GOFLAGS=-mod=mod nice go build -trimpath -o $(CURDIR)/$(KUBE_APISERVER).tmp ./cmd/kube-apiserver
+	version=$(KUBERNETES_VERSION); minor=$$(echo $$version | cut -d. -f2); \
+	ldflags="-X k8s.io/component-base/version.gitVersion=$$version -X k8s.io/component-base/version.gitMajor=1 \
+		-X k8s.io/component-base/version.gitMinor=$$minor -X k8s.io/client-go/pkg/version.gitVersion=$$version \
+		-X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$$minor"; \
+	cd $$src && GOWORK=off GOFLAGS=-mod=mod nice go build -trimpath -ldflags "$$ldflags" \
+		-o $(CURDIR)/$(KUBE_APISERVER).tmp ./cmd/kube-apiserver
 	@mv $(KUBE_APISERVER).tmp $(KUBE_APISERVER)
 
 # Debian's etcd, the store kube-apiserver needs in the Kubernetes tests.

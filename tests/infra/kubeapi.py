@@ -11,6 +11,7 @@ Certificates and keys are made with the `openssl` command.
 from __future__ import annotations
 
 import os
+import ssl
 import subprocess
 import time
 from pathlib import Path
@@ -56,8 +57,8 @@ class KubeAPIServer:
 
     def start(self) -> None:
         self._certificates()
-        etcd_url = self._start_etcd()
-        self._start_apiserver(etcd_url)
+        self.etcd_url = self._start_etcd()
+        self._start_apiserver(self.etcd_url)
         self._wait_ready()
         self._write_kubeconfig()
 
@@ -73,6 +74,15 @@ class KubeAPIServer:
 
     def api_client(self) -> k8s.ApiClient:
         return k8s_config.new_client_from_config(config_file=str(self.kubeconfig))
+
+    def compact(self) -> int:
+        """Compact etcd's history up to now, as the API server does every few minutes: a watch from an
+        older resourceVersion then gets 410 Gone. Returns the revision compacted to."""
+        status = httpx.post(self.etcd_url + "/v3/kv/range", json={"key": "AA=="}, timeout=5).json()
+        revision = int(status["header"]["revision"])
+        httpx.post(self.etcd_url + "/v3/kv/compaction", json={"revision": revision, "physical": True},
+                   timeout=5).raise_for_status()
+        return revision
 
     def namespace(self, name: str) -> str:
         """Create namespace `name` (if needed) with the `default` ServiceAccount a controller would add."""
@@ -130,17 +140,20 @@ class KubeAPIServer:
             f"--service-account-key-file={w / 'sa.pub'}", f"--service-account-signing-key-file={w / 'sa.key'}",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             "--service-cluster-ip-range=10.96.0.0/16", "--enable-priority-and-fairness=false",
+            # Watches go to etcd, so a compaction (compact()) makes an old resourceVersion answer 410 Gone.
+            "--watch-cache=false",
         ])
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + START_TIMEOUT_S
         headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+        tls = ssl.create_default_context(cafile=str(self.ca_file))
         while time.monotonic() < deadline:
             for process in self._processes:
                 if process.poll() is not None:
                     raise RuntimeError(f"{process.args[0]} exited with {process.returncode}:\n{self._logs()}")
             try:
-                if httpx.get(self.url + "/readyz", headers=headers, verify=str(self.ca_file), timeout=2).status_code \
+                if httpx.get(self.url + "/readyz", headers=headers, verify=tls, timeout=2).status_code \
                         == 200:
                     return
             except httpx.HTTPError:

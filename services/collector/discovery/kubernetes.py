@@ -65,12 +65,17 @@ def kubernetes_discoverer(name: str, config: KubernetesSDConfig) -> KubernetesDi
 def api_client(config: KubernetesSDConfig) -> k8s.ApiClient:
     """A client for the configured API server; raises ConfigException for a bad kubeconfig or missing token."""
     configuration = k8s.Configuration()
-    if config.kubeconfig_file:
-        k8s_config.load_kube_config(config_file=config.kubeconfig_file, client_configuration=configuration)
-    elif config.api_server:
+    if config.api_server:
         configuration.host = config.api_server
     else:
-        k8s_config.load_incluster_config(client_configuration=configuration)
+        where = f"kubeconfig {config.kubeconfig_file}" if config.kubeconfig_file else "in-cluster configuration"
+        try:
+            if config.kubeconfig_file:
+                k8s_config.load_kube_config(config_file=config.kubeconfig_file, client_configuration=configuration)
+            else:
+                k8s_config.load_incluster_config(client_configuration=configuration)
+        except (k8s_config.ConfigException, OSError, ValueError) as exc:  # a file that is not YAML: ValueError
+            raise k8s_config.ConfigException(f"{where}: {exc}") from exc
     configuration.retries = False  # the informer retries with backoff and says why; no silent waits in between
     return k8s.ApiClient(configuration)
 

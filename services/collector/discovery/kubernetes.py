@@ -8,7 +8,8 @@ it through a reverse index, never through a re-list) and sends the full list of 
 of events. A deleted object's group is sent once with no targets, then forgotten.
 
 The client comes from `kubeconfig_file`, from `api_server` (no authentication), or, with neither, from
-the pod's service account (token and CA under /var/run/secrets/kubernetes.io/serviceaccount).
+the pod's service account: `KUBERNETES_SERVICE_HOST`/`_PORT` and the token and CA under
+`SERVICE_ACCOUNT_DIR` (the token is re-read as the kubelet rotates it).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
+from kubernetes.config.incluster_config import InClusterConfigLoader
 
 from flamewatch.collector.discovery import Up
 from flamewatch.collector.discovery.kubernetes_labels import (
@@ -73,7 +75,8 @@ def api_client(config: KubernetesSDConfig) -> k8s.ApiClient:
             if config.kubeconfig_file:
                 k8s_config.load_kube_config(config_file=config.kubeconfig_file, client_configuration=configuration)
             else:
-                k8s_config.load_incluster_config(client_configuration=configuration)
+                InClusterConfigLoader(token_filename=str(SERVICE_ACCOUNT_DIR / "token"),
+                                      cert_filename=str(SERVICE_ACCOUNT_DIR / "ca.crt")).load_and_set(configuration)
         except (k8s_config.ConfigException, OSError, ValueError) as exc:  # a file that is not YAML: ValueError
             raise k8s_config.ConfigException(f"{where}: {exc}") from exc
     configuration.retries = False  # the informer retries with backoff and says why; no silent waits in between

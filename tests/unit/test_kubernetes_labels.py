@@ -203,6 +203,13 @@ def test_events_rebuild_only_the_groups_they_reach_and_a_deletion_is_sent_once_e
     discoverer.apply(Change(pods, False, pod(labels={"app.kubernetes.io/name": "shop"})))
     assert discoverer.groups()[0].targets[0][M + "pod_label_app_kubernetes_io_name"] == "shop"
 
+    relabeled = service()
+    relabeled.metadata.labels = {"team": "b"}
+    discoverer.apply(Change(services, False, relabeled))  # reaches the slice through the service it names
+    assert discoverer.groups()[0].labels[M + "service_label_team"] == "b"
+    discoverer.apply(Change(services, True, relabeled))
+    assert M + "service_label_team" not in discoverer.groups()[0].labels
+
     discoverer.apply(Change(slices, True, endpoint_slice()))
     assert discoverer.groups() == [TargetGroup("endpointslice/shop/web-abcde", (), {})]
     discoverer._gone.clear()  # what run() does once the update is sent

@@ -28,7 +28,6 @@ from kubernetes.config.incluster_config import InClusterConfigLoader
 
 from flamewatch.collector.discovery import Up
 from flamewatch.collector.discovery.kubernetes_labels import (
-    SERVICE_NAME_LABEL,
     endpoints_group,
     endpointslice_group,
     object_key,
@@ -200,18 +199,10 @@ class KubernetesDiscoverer:
             for key in keys:
                 self._regroup(key)
             return
+        # The groups that looked this pod or service up when they were built, found or not (see _looker).
         dependents = set().union(*(self._refs.get((kind, key), set()) for key in keys)) if keys else set()
-        if kind == "service":  # a service reaches the endpoints objects of its name, named or not before
-            dependents |= self._by_service(keys)
         for key in dependents:
             self._regroup(key)
-
-    def _by_service(self, services: set[Key]) -> set[Key]:
-        main = self._objects[_KINDS[self.role][0]]
-        if self.role == "endpoints":
-            return {key for key in services if key in main}
-        return {key for key, eps in main.items()
-                if (key[0], (eps.metadata.labels or {}).get(SERVICE_NAME_LABEL, "")) in services}
 
     def _regroup(self, key: Key) -> None:
         obj = self._objects[_KINDS[self.role][0]].get(key)

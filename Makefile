@@ -53,7 +53,7 @@ $(HELM):
 kube-apiserver: $(KUBE_APISERVER)
 
 $(KUBE_APISERVER):
-	@echo "make: building kube-apiserver $(KUBERNETES_VERSION) from source into $(KUBE_APISERVER), for the Kubernetes tests (the first time takes 15 to 30 minutes)"
+	@echo "make: building kube-apiserver $(KUBERNETES_VERSION) from source into $(KUBE_APISERVER), for the Kubernetes tests (the first time takes about 10 minutes; later builds reuse the Go build cache)"
 	@mkdir -p $(CACHE)/bin $(CACHE)/src
 	@set -e; src=$(CURDIR)/$(CACHE)/src/kubernetes-$(KUBERNETES_VERSION); \
 	if [ ! -f $$src/.copied ]; then \

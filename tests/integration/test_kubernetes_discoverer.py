@@ -1,6 +1,7 @@
-"""Kubernetes discovery with neither `api_server` nor `kubeconfig_file`: the collector authenticates as a
-pod would, with a service account token the real API server issued, and `own_namespace` is the namespace
-its service account lives in. RBAC decides what it may see."""
+"""The Kubernetes discoverer in-process against a real API server: the `endpoints` and `service` roles
+on objects the test creates; and, with neither `api_server` nor `kubeconfig_file`, authentication as a pod
+would do it, with a service account token the server issued, `own_namespace` being the namespace of that
+service account, and RBAC deciding what it may see."""
 
 from __future__ import annotations
 
@@ -84,3 +85,30 @@ def test_in_cluster_service_account_sees_its_own_namespace(kube_api: KubeAPIServ
     everywhere = discovery.KubernetesDiscoverer("t/kubernetes/1", KubernetesSDConfig("pod"), backoff=(0.05, 0.1))
     with pytest.raises(AssertionError, match="last groups: None"):
         asyncio.run(_groups_until(everywhere, lambda groups: True, timeout_s=1.5))
+
+
+def test_endpoints_and_service_roles(kube_api: KubeAPIServer) -> None:
+    namespace = kube_api.namespace("roles")
+    core = k8s.CoreV1Api(kube_api.api_client())
+    core.create_namespaced_service(namespace, k8s.V1Service(
+        metadata=k8s.V1ObjectMeta(name="web", labels={"tier": "front"}),
+        spec=k8s.V1ServiceSpec(ports=[k8s.V1ServicePort(name="http", port=80)])))
+    core.create_namespaced_endpoints(namespace, k8s.V1Endpoints(
+        metadata=k8s.V1ObjectMeta(name="web"),
+        subsets=[k8s.V1EndpointSubset(addresses=[k8s.V1EndpointAddress(ip="192.0.2.7")],
+                                      ports=[k8s.CoreV1EndpointPort(name="http", port=8080)])]))
+    names = KubernetesNamespaces(names=(namespace,))
+
+    def config(role: str) -> KubernetesSDConfig:
+        return KubernetesSDConfig(role, kubeconfig_file=str(kube_api.kubeconfig), namespaces=names)
+
+    (endpoints,) = asyncio.run(_groups_until(discovery.KubernetesDiscoverer("t/kubernetes/0", config("endpoints")),
+                                             lambda groups: len(groups) == 1))
+    assert endpoints.source == f"endpoints/{namespace}/web"
+    assert endpoints.labels["__meta_kubernetes_service_label_tier"] == "front"
+    assert [(t["__address__"], t["__meta_kubernetes_endpoint_port_name"], t["__meta_kubernetes_endpoint_ready"])
+            for t in endpoints.targets] == [("192.0.2.7:8080", "http", "true")]
+    (service,) = asyncio.run(_groups_until(discovery.KubernetesDiscoverer("t/kubernetes/1", config("service")),
+                                           lambda groups: len(groups) == 1))
+    assert [t["__address__"] for t in service.targets] == [f"web.{namespace}.svc:80"]
+    assert service.targets[0]["__meta_kubernetes_service_cluster_ip"].startswith("10.96.")

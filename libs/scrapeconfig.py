@@ -21,24 +21,39 @@ Rules that are not visible from the dataclasses alone:
 - `kubernetes_sd_configs` take `api_server` or `kubeconfig_file`, not both (neither: in-cluster), and a
   selector may only narrow an object kind its role watches (`KUBERNETES_SELECTOR_ROLES`).
 
-Every error is a ConfigError whose message starts with the YAML path of the offending value, e.g.
+Every error is a ConfigError (`flamewatch.configreader`, with the strict YAML loader and the typed
+readers) whose message starts with the YAML path of the offending value, e.g.
 `scrape_configs[2].scrape_timeout: 15s must not exceed scrape_interval 10s`.
 """
 
 from __future__ import annotations
 
-import difflib
 import re
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-import yaml
-
+from flamewatch.configreader import (
+    ConfigError,
+    boolean,
+    duration_s,
+    expect,
+    fields_of,
+    format_seconds,
+    join_path,
+    kind_of,
+    label_map,
+    load_yaml,
+    nonempty_string,
+    optional,
+    positive_int,
+    reads_list,
+    required,
+    string,
+    string_list,
+)
 from flamewatch.labels.labelset import is_valid_label_name
 from flamewatch.labels.relabel import RelabelConfig, check_relabel
-from flamewatch.timerange import TimeParseError, parse_duration
 
 __all__ = [
     "Authorization", "BasicAuth", "ConfigError", "FileConfig", "FileSDConfig", "GlobalConfig", "KubernetesNamespaces",
@@ -49,17 +64,6 @@ __all__ = [
 DEFAULT_SCRAPE_INTERVAL_S = 10.0
 DEFAULT_SCRAPE_TIMEOUT_S = 10.0
 DEFAULT_FILE_SD_REFRESH_S = 300.0
-
-T = TypeVar("T")
-
-
-class ConfigError(ValueError):
-    """A configuration that cannot be used; `source` names the file (or "<string>") it came from."""
-
-    def __init__(self, message: str, source: str = "<string>") -> None:
-        super().__init__(message)
-        self.source = source
-
 
 # ---------------------------------------------------------------------------------------------- schema
 
@@ -228,185 +232,10 @@ def load_config(path: str | Path) -> FileConfig:
 def parse_config(text: str, source: str = "<string>") -> FileConfig:
     """Validate YAML `text`; `source` names where it came from in the error's `source` attribute."""
     try:
-        return _file_config(_load_yaml(text))
+        return _file_config(load_yaml(text))
     except ConfigError as exc:
         exc.source = source
         raise
-
-
-class _StrictLoader(yaml.SafeLoader):
-    """A safe loader that rejects duplicate keys, which would otherwise silently keep the last value."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[str] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if not isinstance(key, str):
-                continue  # other keys are reported by the schema, with their YAML path
-            if key in seen:
-                raise yaml.constructor.ConstructorError(None, None, f'duplicate key "{key}"', key_node.start_mark)
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-    # PyYAML lets a few bad values escape as ValueError or OverflowError, without a position: a date
-    # such as 2026-13-01 when it is constructed, a "\\UFFFFFFFF" escape while it is scanned.
-    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
-        try:
-            return super().construct_object(node, deep=deep)
-        except (ValueError, OverflowError) as exc:
-            raise yaml.constructor.ConstructorError(None, None, str(exc), node.start_mark) from exc
-
-    def scan_flow_scalar_non_spaces(self, double: bool, start_mark: yaml.Mark) -> list[str]:
-        try:
-            return super().scan_flow_scalar_non_spaces(double, start_mark)
-        except (ValueError, OverflowError) as exc:
-            raise yaml.scanner.ScannerError(None, None, "an escape sequence is not a Unicode character",
-                                            self.get_mark()) from exc
-
-
-def _load_yaml(text: str) -> Any:
-    try:
-        loader = _StrictLoader(text)  # safe: a SafeLoader subclass; it checks the characters first
-        try:
-            return loader.get_single_data()
-        except RecursionError as exc:
-            raise ConfigError(f"invalid YAML at {_where(loader.get_mark())}: nested too deeply") from exc
-        finally:
-            loader.dispose()
-    except yaml.MarkedYAMLError as exc:
-        raise ConfigError(_yaml_message(exc)) from exc
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"invalid YAML: {exc}") from exc
-
-
-def _where(mark: yaml.Mark | None) -> str:
-    return f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
-
-
-def _yaml_message(exc: yaml.MarkedYAMLError) -> str:
-    message = f"invalid YAML at {_where(exc.problem_mark or exc.context_mark)}: {exc.problem or exc.context}"
-    if exc.problem and exc.context and exc.context_mark:  # an unclosed bracket is found far from its start
-        message += f" ({exc.context} at line {exc.context_mark.line + 1})"
-    return message
-
-
-# -------------------------------------------------------------------------------- generic typed readers
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    names = {str: "a string", list: "a list", dict: "a mapping"}
-    return names.get(type(value), type(value).__name__)
-
-
-def _expect(value: Any, types: type | tuple[type, ...], what: str, path: str) -> None:
-    if not isinstance(value, types) or (isinstance(value, bool) and bool not in _as_tuple(types)):
-        raise ConfigError(f"{path}: expected {what}, got {_kind(value)}")
-
-
-def _as_tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
-    return types if isinstance(types, tuple) else (types,)
-
-
-def _fields(value: Any, path: str, allowed: Iterable[str] | None) -> dict[str, Any]:
-    """The mapping at `path` without its null values, after checking every key is in `allowed` (None: any)."""
-    _expect(value, dict, "a mapping", path)
-    allowed = None if allowed is None else tuple(allowed)
-    for key in value:
-        _check_key(key, path, allowed)
-    return {key: item for key, item in value.items() if item is not None}
-
-
-def _check_key(key: Any, path: str, allowed: tuple[str, ...] | None) -> None:
-    if not isinstance(key, str):
-        raise ConfigError(f"{path or 'top level'}: keys must be strings, got {_kind(key)} {key!r}")
-    if allowed is not None and key not in allowed:
-        close = difflib.get_close_matches(key, allowed, n=1)
-        hint = f" (did you mean {close[0]}?)" if close else ""
-        raise ConfigError(f"{_join(path, key)}: unknown field{hint}")
-
-
-def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
-
-
-def _get(fields: dict[str, Any], key: str, path: str, read: Callable[[Any, str], T], default: T) -> T:
-    return read(fields[key], _join(path, key)) if key in fields else default
-
-
-def _require(fields: dict[str, Any], key: str, path: str, read: Callable[[Any, str], T]) -> T:
-    if key not in fields:
-        raise ConfigError(f"{_join(path, key)}: required")
-    return read(fields[key], _join(path, key))
-
-
-def _string(value: Any, path: str) -> str:
-    _expect(value, str, "a string", path)
-    return value
-
-
-def _nonempty_string(value: Any, path: str) -> str:
-    if _string(value, path) == "":
-        raise ConfigError(f"{path}: must not be empty")
-    return value
-
-
-def _boolean(value: Any, path: str) -> bool:
-    _expect(value, bool, "true or false", path)
-    return value
-
-
-def _positive_int(value: Any, path: str) -> int:
-    _expect(value, int, "an integer", path)
-    if value <= 0:
-        raise ConfigError(f"{path}: must be greater than zero, got {value}")
-    return value
-
-
-def _duration_s(value: Any, path: str) -> float:
-    _expect(value, (str, int, float), "a duration such as 10s or 500ms", path)
-    try:
-        return parse_duration(str(value)) / 1e9
-    except TimeParseError as exc:
-        raise ConfigError(f"{path}: {exc}") from exc
-
-
-def _list(value: Any, path: str, read: Callable[[Any, str], T]) -> tuple[T, ...]:
-    _expect(value, list, "a list", path)
-    return tuple(read(item, f"{path}[{i}]") for i, item in enumerate(value))
-
-
-def _reads_list(read: Callable[[Any, str], T]) -> Callable[[Any, str], tuple[T, ...]]:
-    return lambda value, path: _list(value, path, read)
-
-
-def _string_list(value: Any, path: str) -> tuple[str, ...]:
-    return _list(value, path, _string)
-
-
-def _label_map(value: Any, path: str) -> dict[str, str]:
-    _expect(value, dict, "a mapping", path)
-    for name, item in value.items():
-        if not isinstance(name, str) or not is_valid_label_name(name):
-            raise ConfigError(f'{path}: "{name}" is not a valid label name')
-        _string(item, _join(path, name))
-    return dict(value)
-
-
-def _format_seconds(seconds: float) -> str:
-    """Write a duration the way users write it in the file: 90.5 -> `1m30s500ms`."""
-    ms = round(seconds * 1000)
-    parts = []
-    for unit, size in (("h", 3_600_000), ("m", 60_000), ("s", 1000), ("ms", 1)):
-        amount, ms = divmod(ms, size)
-        if amount:
-            parts.append(f"{amount}{unit}")
-    return "".join(parts) or "0s"
 
 
 # ---------------------------------------------------------------------------------------- the sections
@@ -416,32 +245,32 @@ def _file_config(raw: Any) -> FileConfig:
     if raw is None:
         return FileConfig()
     if not isinstance(raw, dict):
-        raise ConfigError(f"top level: expected a mapping, got {_kind(raw)}")
-    fields = _fields(raw, "", ("global", "scrape_configs", "storage"))
-    global_config = _get(fields, "global", "", _global_config, GlobalConfig())
-    jobs = _get(fields, "scrape_configs", "", _reads_list(lambda v, p: _scrape_config(v, p, global_config)), ())
+        raise ConfigError(f"top level: expected a mapping, got {kind_of(raw)}")
+    fields = fields_of(raw, "", ("global", "scrape_configs", "storage"))
+    global_config = optional(fields, "global", "", _global_config, GlobalConfig())
+    jobs = optional(fields, "scrape_configs", "", reads_list(lambda v, p: _scrape_config(v, p, global_config)), ())
     _check_unique_jobs(jobs)
-    storage = _get(fields, "storage", "", _opaque_mapping, {})
+    storage = optional(fields, "storage", "", _opaque_mapping, {})
     return FileConfig(global_config, jobs, storage)
 
 
 def _opaque_mapping(value: Any, path: str) -> dict[str, Any]:
-    _expect(value, dict, "a mapping", path)
+    expect(value, dict, "a mapping", path)
     return value
 
 
 def _global_config(value: Any, path: str) -> GlobalConfig:
-    fields = _fields(value, path, ("scrape_interval", "scrape_timeout"))
-    interval = _get(fields, "scrape_interval", path, _duration_s, DEFAULT_SCRAPE_INTERVAL_S)
-    timeout = _get(fields, "scrape_timeout", path, _duration_s, None)
+    fields = fields_of(value, path, ("scrape_interval", "scrape_timeout"))
+    interval = optional(fields, "scrape_interval", path, duration_s, DEFAULT_SCRAPE_INTERVAL_S)
+    timeout = optional(fields, "scrape_timeout", path, duration_s, None)
     _check_timeout(timeout, interval, path)
     return GlobalConfig(interval, min(interval, DEFAULT_SCRAPE_TIMEOUT_S) if timeout is None else timeout)
 
 
 def _check_timeout(timeout: float | None, interval: float, path: str) -> None:
     if timeout is not None and timeout > interval:
-        raise ConfigError(f"{path}.scrape_timeout: {_format_seconds(timeout)} must not exceed scrape_interval "
-                          f"{_format_seconds(interval)}")
+        raise ConfigError(f"{path}.scrape_timeout: {format_seconds(timeout)} must not exceed scrape_interval "
+                          f"{format_seconds(interval)}")
 
 
 def _check_unique_jobs(jobs: tuple[ScrapeConfig, ...]) -> None:
@@ -460,85 +289,86 @@ _SCRAPE_FIELDS = (
 
 
 def _scrape_config(value: Any, path: str, defaults: GlobalConfig) -> ScrapeConfig:
-    fields = _fields(value, path, _SCRAPE_FIELDS)
-    interval = _get(fields, "scrape_interval", path, _duration_s, defaults.scrape_interval_s)
-    timeout = _get(fields, "scrape_timeout", path, _duration_s, None)
+    fields = fields_of(value, path, _SCRAPE_FIELDS)
+    interval = optional(fields, "scrape_interval", path, duration_s, defaults.scrape_interval_s)
+    timeout = optional(fields, "scrape_timeout", path, duration_s, None)
     _check_timeout(timeout, interval, path)
     _check_exclusive(fields, path, "basic_auth", "authorization")
     return ScrapeConfig(
-        job_name=_require(fields, "job_name", path, _nonempty_string),
+        job_name=required(fields, "job_name", path, nonempty_string),
         scrape_interval_s=interval,
         scrape_timeout_s=min(interval, defaults.scrape_timeout_s) if timeout is None else timeout,
-        scheme=_get(fields, "scheme", path, _scheme, "http"),
-        params=_get(fields, "params", path, _params, {}),
-        basic_auth=_get(fields, "basic_auth", path, _basic_auth, None),
-        authorization=_get(fields, "authorization", path, _authorization, None),
-        tls_config=_get(fields, "tls_config", path, _tls_config, None),
-        static_configs=_get(fields, "static_configs", path, _reads_list(_static_config), ()),
-        file_sd_configs=_get(fields, "file_sd_configs", path, _reads_list(_file_sd_config), ()),
-        kubernetes_sd_configs=_get(fields, "kubernetes_sd_configs", path, _reads_list(_kubernetes_sd_config), ()),
-        relabel_configs=_get(fields, "relabel_configs", path, _reads_list(_relabel_config), ()),
-        profiling_config=_profiling_config(fields.get("profiling_config", {}), _join(path, "profiling_config"),
+        scheme=optional(fields, "scheme", path, _scheme, "http"),
+        params=optional(fields, "params", path, _params, {}),
+        basic_auth=optional(fields, "basic_auth", path, _basic_auth, None),
+        authorization=optional(fields, "authorization", path, _authorization, None),
+        tls_config=optional(fields, "tls_config", path, _tls_config, None),
+        static_configs=optional(fields, "static_configs", path, reads_list(_static_config), ()),
+        file_sd_configs=optional(fields, "file_sd_configs", path, reads_list(_file_sd_config), ()),
+        kubernetes_sd_configs=optional(fields, "kubernetes_sd_configs", path, reads_list(_kubernetes_sd_config), ()),
+        relabel_configs=optional(fields, "relabel_configs", path, reads_list(_relabel_config), ()),
+        profiling_config=_profiling_config(fields.get("profiling_config", {}), join_path(path, "profiling_config"),
                                            interval),
     )
 
 
 def _check_exclusive(fields: dict[str, Any], path: str, first: str, second: str) -> None:
     if first in fields and second in fields:
-        raise ConfigError(f"{_join(path, second)}: cannot be used together with {first}")
+        raise ConfigError(f"{join_path(path, second)}: cannot be used together with {first}")
 
 
 def _scheme(value: Any, path: str) -> str:
-    if _string(value, path) not in ("http", "https"):
+    if string(value, path) not in ("http", "https"):
         raise ConfigError(f'{path}: must be http or https, got "{value}"')
     return value
 
 
 def _params(value: Any, path: str) -> dict[str, tuple[str, ...]]:
-    _expect(value, dict, "a mapping", path)
-    return {_string(name, path): _string_list(values, _join(path, name)) for name, values in value.items()}
+    expect(value, dict, "a mapping", path)
+    return {string(name, path): string_list(values, join_path(path, name)) for name, values in value.items()}
 
 
 def _basic_auth(value: Any, path: str) -> BasicAuth:
-    fields = _fields(value, path, ("username", "password", "password_file"))
+    fields = fields_of(value, path, ("username", "password", "password_file"))
     _check_exclusive(fields, path, "password", "password_file")
-    return BasicAuth(_require(fields, "username", path, _nonempty_string),
-                     _get(fields, "password", path, _string, ""), _get(fields, "password_file", path, _string, ""))
+    return BasicAuth(required(fields, "username", path, nonempty_string),
+                     optional(fields, "password", path, string, ""),
+                     optional(fields, "password_file", path, string, ""))
 
 
 def _authorization(value: Any, path: str) -> Authorization:
-    fields = _fields(value, path, ("type", "credentials", "credentials_file"))
+    fields = fields_of(value, path, ("type", "credentials", "credentials_file"))
     _check_exclusive(fields, path, "credentials", "credentials_file")
-    kind = _get(fields, "type", path, _nonempty_string, "Bearer")
+    kind = optional(fields, "type", path, nonempty_string, "Bearer")
     if kind.lower() == "basic":
         raise ConfigError(f"{path}.type: use basic_auth for Basic authorization")
-    return Authorization(kind, _get(fields, "credentials", path, _string, ""),
-                         _get(fields, "credentials_file", path, _string, ""))
+    return Authorization(kind, optional(fields, "credentials", path, string, ""),
+                         optional(fields, "credentials_file", path, string, ""))
 
 
 _TLS_FIELDS = ("ca_file", "cert_file", "key_file", "server_name", "insecure_skip_verify")
 
 
 def _tls_config(value: Any, path: str) -> TLSConfig:
-    fields = _fields(value, path, _TLS_FIELDS)
-    files = {key: _get(fields, key, path, _string, "") for key in _TLS_FIELDS[:4]}
+    fields = fields_of(value, path, _TLS_FIELDS)
+    files = {key: optional(fields, key, path, string, "") for key in _TLS_FIELDS[:4]}
     if bool(files["cert_file"]) != bool(files["key_file"]):
         given, missing = ("cert_file", "key_file") if files["cert_file"] else ("key_file", "cert_file")
-        raise ConfigError(f"{_join(path, missing)}: required when {given} is set")
-    return TLSConfig(**files, insecure_skip_verify=_get(fields, "insecure_skip_verify", path, _boolean, False))
+        raise ConfigError(f"{join_path(path, missing)}: required when {given} is set")
+    return TLSConfig(**files, insecure_skip_verify=optional(fields, "insecure_skip_verify", path, boolean, False))
 
 
 def _static_config(value: Any, path: str) -> StaticConfig:
-    fields = _fields(value, path, ("targets", "labels"))
-    return StaticConfig(_get(fields, "targets", path, _reads_list(_target), ()),
-                        _get(fields, "labels", path, _label_map, {}))
+    fields = fields_of(value, path, ("targets", "labels"))
+    return StaticConfig(optional(fields, "targets", path, reads_list(_target), ()),
+                        optional(fields, "labels", path, label_map, {}))
 
 
 _TARGET_RE = re.compile(r"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})")
 
 
 def _target(value: Any, path: str) -> str:
-    match = _TARGET_RE.fullmatch(_string(value, path))
+    match = _TARGET_RE.fullmatch(string(value, path))
     if match is None or not 0 < int(match.group(1)) < 65536:
         raise ConfigError(f'{path}: "{value}" must be host:port')
     return value
@@ -548,15 +378,15 @@ _FILE_SD_SUFFIXES = (".json", ".yml", ".yaml")
 
 
 def _file_sd_config(value: Any, path: str) -> FileSDConfig:
-    fields = _fields(value, path, ("files", "refresh_interval"))
-    files = _require(fields, "files", path, _reads_list(_file_sd_pattern))
+    fields = fields_of(value, path, ("files", "refresh_interval"))
+    files = required(fields, "files", path, reads_list(_file_sd_pattern))
     if not files:
-        raise ConfigError(f"{_join(path, 'files')}: must list at least one file")
-    return FileSDConfig(files, _get(fields, "refresh_interval", path, _duration_s, DEFAULT_FILE_SD_REFRESH_S))
+        raise ConfigError(f"{join_path(path, 'files')}: must list at least one file")
+    return FileSDConfig(files, optional(fields, "refresh_interval", path, duration_s, DEFAULT_FILE_SD_REFRESH_S))
 
 
 def _file_sd_pattern(value: Any, path: str) -> str:
-    if not _nonempty_string(value, path).endswith(_FILE_SD_SUFFIXES):
+    if not nonempty_string(value, path).endswith(_FILE_SD_SUFFIXES):
         raise ConfigError(f'{path}: "{value}" must end in .json, .yml or .yaml')
     return value
 
@@ -565,61 +395,62 @@ _KUBERNETES_FIELDS = ("role", "api_server", "kubeconfig_file", "namespaces", "se
 
 
 def _kubernetes_sd_config(value: Any, path: str) -> KubernetesSDConfig:
-    fields = _fields(value, path, _KUBERNETES_FIELDS)
+    fields = fields_of(value, path, _KUBERNETES_FIELDS)
     _check_exclusive(fields, path, "api_server", "kubeconfig_file")
-    role = _require(fields, "role", path, _kubernetes_role)
-    selectors = _get(fields, "selectors", path, _reads_list(_kubernetes_selector), ())
+    role = required(fields, "role", path, _kubernetes_role)
+    selectors = optional(fields, "selectors", path, reads_list(_kubernetes_selector), ())
     for i, selector in enumerate(selectors):
         if selector.role not in KUBERNETES_SELECTOR_ROLES[role]:
             allowed = ", ".join(KUBERNETES_SELECTOR_ROLES[role])
             raise ConfigError(f'{path}.selectors[{i}].role: "{selector.role}" cannot narrow role {role} '
                               f"(expected {allowed})")
-    return KubernetesSDConfig(role, _get(fields, "api_server", path, _api_server, ""),
-                              _get(fields, "kubeconfig_file", path, _nonempty_string, ""),
-                              _get(fields, "namespaces", path, _kubernetes_namespaces, KubernetesNamespaces()),
+    return KubernetesSDConfig(role, optional(fields, "api_server", path, _api_server, ""),
+                              optional(fields, "kubeconfig_file", path, nonempty_string, ""),
+                              optional(fields, "namespaces", path, _kubernetes_namespaces, KubernetesNamespaces()),
                               selectors)
 
 
 def _kubernetes_role(value: Any, path: str) -> str:
-    if _string(value, path) not in KUBERNETES_ROLES:
+    if string(value, path) not in KUBERNETES_ROLES:
         raise ConfigError(f'{path}: unknown role "{value}", expected one of {", ".join(KUBERNETES_ROLES)}')
     return value
 
 
 def _api_server(value: Any, path: str) -> str:
-    if not _string(value, path).startswith(("http://", "https://")):
+    if not string(value, path).startswith(("http://", "https://")):
         raise ConfigError(f'{path}: "{value}" must be an http:// or https:// URL')
     return value.rstrip("/")
 
 
 def _kubernetes_namespaces(value: Any, path: str) -> KubernetesNamespaces:
-    fields = _fields(value, path, ("names", "own_namespace"))
-    return KubernetesNamespaces(_get(fields, "names", path, _reads_list(_nonempty_string), ()),
-                                _get(fields, "own_namespace", path, _boolean, False))
+    fields = fields_of(value, path, ("names", "own_namespace"))
+    return KubernetesNamespaces(optional(fields, "names", path, reads_list(nonempty_string), ()),
+                                optional(fields, "own_namespace", path, boolean, False))
 
 
 def _kubernetes_selector(value: Any, path: str) -> KubernetesSelector:
-    fields = _fields(value, path, ("role", "label", "field"))
-    role = _require(fields, "role", path, _string)
+    fields = fields_of(value, path, ("role", "label", "field"))
+    role = required(fields, "role", path, string)
     if role not in KUBERNETES_ROLES:
         raise ConfigError(f'{path}.role: unknown role "{role}", expected one of {", ".join(KUBERNETES_ROLES)}')
-    return KubernetesSelector(role, _get(fields, "label", path, _string, ""), _get(fields, "field", path, _string, ""))
+    return KubernetesSelector(role, optional(fields, "label", path, string, ""),
+                              optional(fields, "field", path, string, ""))
 
 
 _RELABEL_FIELDS = ("source_labels", "separator", "target_label", "regex", "modulus", "replacement", "action")
 
 
 def _relabel_config(value: Any, path: str) -> RelabelConfig:
-    fields = _fields(value, path, _RELABEL_FIELDS)
+    fields = fields_of(value, path, _RELABEL_FIELDS)
     defaults = RelabelConfig()
     cfg = RelabelConfig(
-        source_labels=_get(fields, "source_labels", path, _string_list, ()),
-        separator=_get(fields, "separator", path, _string, defaults.separator),
-        target_label=_get(fields, "target_label", path, _string, defaults.target_label),
-        regex=_get(fields, "regex", path, _string, defaults.regex),
-        modulus=_get(fields, "modulus", path, _positive_int, defaults.modulus),
-        replacement=_get(fields, "replacement", path, _string, defaults.replacement),
-        action=_get(fields, "action", path, _string, defaults.action).lower(),
+        source_labels=optional(fields, "source_labels", path, string_list, ()),
+        separator=optional(fields, "separator", path, string, defaults.separator),
+        target_label=optional(fields, "target_label", path, string, defaults.target_label),
+        regex=optional(fields, "regex", path, string, defaults.regex),
+        modulus=optional(fields, "modulus", path, positive_int, defaults.modulus),
+        replacement=optional(fields, "replacement", path, string, defaults.replacement),
+        action=optional(fields, "action", path, string, defaults.action).lower(),
     )
     try:
         check_relabel(cfg, path)
@@ -629,11 +460,11 @@ def _relabel_config(value: Any, path: str) -> RelabelConfig:
 
 
 def _profiling_config(value: Any, path: str, interval_s: float) -> ProfilingConfig:
-    fields = _fields(value, path, ("path_prefix", "pprof_config"))
-    prefix = _get(fields, "path_prefix", path, _path_prefix, "")
+    fields = fields_of(value, path, ("path_prefix", "pprof_config"))
+    prefix = optional(fields, "path_prefix", path, _path_prefix, "")
     pprof = default_pprof_config(interval_s)
-    pprof_path = _join(path, "pprof_config")
-    for name, entry in _fields(fields.get("pprof_config", {}), pprof_path, None).items():
+    pprof_path = join_path(path, "pprof_config")
+    for name, entry in fields_of(fields.get("pprof_config", {}), pprof_path, None).items():
         entry_path = f"{pprof_path}.{name}"
         if not is_valid_label_name(name):  # the name becomes part of the stored profile type
             raise ConfigError(f'{entry_path}: "{name}" is not a valid profile name (letters, digits and _)')
@@ -642,24 +473,24 @@ def _profiling_config(value: Any, path: str, interval_s: float) -> ProfilingConf
 
 
 def _path_prefix(value: Any, path: str) -> str:
-    if _string(value, path) and not value.startswith("/"):
+    if string(value, path) and not value.startswith("/"):
         raise ConfigError(f'{path}: "{value}" must start with /')
     return value.rstrip("/")
 
 
 def _pprof_endpoint(value: Any, path: str, default: PprofEndpoint | None, interval_s: float) -> PprofEndpoint:
-    fields = _fields(value, path, ("enabled", "path", "delta", "seconds"))
-    base = default or PprofEndpoint(path=_require(fields, "path", path, _url_path))
-    delta = _get(fields, "delta", path, _boolean, base.delta)
+    fields = fields_of(value, path, ("enabled", "path", "delta", "seconds"))
+    base = default or PprofEndpoint(path=required(fields, "path", path, _url_path))
+    delta = optional(fields, "delta", path, boolean, base.delta)
     # A default duration belongs to the default delta setting: `process_cpu: {delta: false}` drops it.
-    seconds = _get(fields, "seconds", path, _positive_int, base.seconds if "delta" not in fields else None)
+    seconds = optional(fields, "seconds", path, positive_int, base.seconds if "delta" not in fields else None)
     if delta and seconds is None:
         seconds = _whole_seconds(interval_s)
-    return PprofEndpoint(_get(fields, "enabled", path, _boolean, base.enabled),
-                         _get(fields, "path", path, _url_path, base.path), delta, seconds)
+    return PprofEndpoint(optional(fields, "enabled", path, boolean, base.enabled),
+                         optional(fields, "path", path, _url_path, base.path), delta, seconds)
 
 
 def _url_path(value: Any, path: str) -> str:
-    if not _string(value, path).startswith("/"):
+    if not string(value, path).startswith("/"):
         raise ConfigError(f'{path}: "{value}" must start with /')
     return value

@@ -169,3 +169,18 @@ def test_the_image_runs_flamewatch_as_user_10001_with_no_build_tools(stack: Stac
             [inspected] = json.loads(docker.docker("container", "inspect", container["ID"]))
             assert inspected["HostConfig"]["ReadonlyRootfs"] is True
             assert inspected["State"]["Health"]["Status"] == "healthy", container["Service"]
+
+
+def test_the_image_alone_runs_flamewatch_all_on_a_read_only_root(stack: Stack):
+    """`docker run flamewatch`: every service in one process, embedded Postgres in the data directory."""
+    name = f"{stack.compose.project}-all"
+    docker.docker("run", "--detach", "--name", name, "--read-only", "--tmpfs", "/tmp",
+                  "--tmpfs", "/var/lib/flamewatch:uid=10001,gid=10001", IMAGE)
+    try:
+        def health() -> str:
+            return json.loads(docker.docker("container", "inspect", name))[0]["State"]["Health"]["Status"]
+
+        wait_for(lambda: health() == "healthy", 120, "flamewatch all to turn healthy in its container")
+        assert "Flamewatch is ready" in docker.container_logs(name)
+    finally:
+        docker.docker("rm", "--force", name)

@@ -62,6 +62,12 @@ def image_exists(tag: str) -> bool:
     return subprocess.run([DOCKER, "image", "inspect", tag], capture_output=True).returncode == 0
 
 
+def container_logs(name: str) -> str:
+    """What a container wrote to its standard output and error."""
+    done = subprocess.run([DOCKER, "logs", name], capture_output=True, timeout=60)
+    return (done.stdout + done.stderr).decode(errors="replace")
+
+
 def image_size(tag: str) -> int:
     """Bytes of the image with all its layers, as `docker image inspect` reports them."""
     return int(json.loads(docker("image", "inspect", tag))[0]["Size"])

@@ -217,7 +217,8 @@ def _frontend_parser(sub) -> None:
                        "one address.")
     p.address("--http-address", "HTTP listen address", ":8080")
     p.add("--querier.url", "the querier's HTTP base URL", dest="querier_url", default="http://127.0.0.1:4200")
-    p.add("--collector.url", "the collector's HTTP base URL, for /api/v1/targets (the UI's Targets page)",
+    p.add("--collector.url", "the collector's HTTP base URL, for /api/v1/targets (the UI's Targets page); "
+          "several, comma-separated, for collector shards: their targets are listed together",
           dest="collector_url", default=None)
     p.add("--ui.dir", "the UI build (index.html, assets/); without one a page points at the API", dest="ui_dir",
           default=str(DEFAULT_UI_DIR))
@@ -231,7 +232,9 @@ def _collector_parser(sub) -> None:
                        "on schedule and push the profiles to an ingester over gRPC. Reloads the file on SIGHUP "
                        "or POST /-/reload; target health at GET /api/v1/targets.")
     p.add("--config.file", "YAML configuration with scrape_configs", dest="config_file", required=True)
-    p.add("--ingester.address", "the ingester's gRPC address", dest="ingester_address", default="127.0.0.1:4101")
+    p.add("--ingester.address", "the ingester's gRPC address; batches are spread over every address a "
+          "`dns:///NAME:PORT` resolves to, or that `ipv4:HOST:PORT,HOST:PORT` lists", dest="ingester_address",
+          default="127.0.0.1:4101")
     p.add("--tenant", "tenant the profiles are stored under", default="anonymous")
     p.address("--http-address", "HTTP listen address (/api/v1/targets, /-/reload, /metrics)", ":4300")
     p.address("--grpc-address", "gRPC listen address (CollectorService)", ":4301")
@@ -443,7 +446,8 @@ def run_frontend(args: argparse.Namespace) -> int:
         listeners = _listen(stack, args.http_address, None)
         client = httpx.AsyncClient(timeout=600)
         stack.push_async_callback(client.aclose)
-        targets = [collector_proxy_router(args.collector_url, client)] if args.collector_url else []
+        collectors = [url.strip() for url in (args.collector_url or "").split(",") if url.strip()]
+        targets = [collector_proxy_router(collectors, client)] if collectors else []
         routers = [*targets, api_proxy_router(args.querier_url, client), ui_router(Path(args.ui_dir))]
         await _serve(args, listeners, routers, None, ready=upstream_readiness("querier", args.querier_url))
 

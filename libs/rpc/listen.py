@@ -13,10 +13,16 @@ from dataclasses import dataclass
 
 import grpc
 
+# A connection is closed (GOAWAY, its calls given a grace period) after about 10 minutes, so clients that
+# balance over a DNS name (the collector over a headless Service of ingesters) re-resolve it and spread
+# onto pods added since they connected; gRPC adds jitter, so the reconnects do not come at once.
+MAX_CONNECTION_AGE_S = 600
 GRPC_OPTIONS = [
     ("grpc.so_reuseport", 0),
     ("grpc.max_receive_message_length", 64 << 20),
     ("grpc.max_send_message_length", 256 << 20),
+    ("grpc.max_connection_age_ms", MAX_CONNECTION_AGE_S * 1000),
+    ("grpc.max_connection_age_grace_ms", MAX_CONNECTION_AGE_S * 1000),
 ]
 
 

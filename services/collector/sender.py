@@ -4,6 +4,11 @@ Scrapes never wait on the ingester: they enqueue and go on. When the ingester st
 fills, and the oldest profiles are dropped with a log line and `flamewatch_collector_dropped_profiles`
 counting them; fresh data is worth more than old. Refusals (INVALID_ARGUMENT, RESOURCE_EXHAUSTED) are
 not retried: the same bytes would be refused again.
+
+Batches are spread over every address the ingester address resolves to (gRPC's round_robin): with
+`dns:///ingester-headless:4101`, a headless Kubernetes Service, each ingester pod gets its share, where a
+single connection through a ClusterIP would pin a collector to one pod. `ipv4:HOST:PORT,HOST:PORT` lists
+several ingesters by hand.
 """
 
 from __future__ import annotations
@@ -74,7 +79,7 @@ class Sender:
         """Send until cancelled, with several pushes in flight: each waits about a flush interval for
         durability, so one at a time would cap throughput at one batch per interval."""
         self._channel = grpc.aio.insecure_channel(self._address, options=[
-            ("grpc.max_send_message_length", 64 << 20)])
+            ("grpc.max_send_message_length", 64 << 20), ("grpc.lb_policy_name", "round_robin")])
         stub = ingest_pb2_grpc.IngestServiceStub(self._channel)
         try:
             await asyncio.gather(*(self._worker(stub) for _ in range(self._concurrency)))

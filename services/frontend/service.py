@@ -2,17 +2,19 @@
 
 Inputs: the UI build (`index.html` and `assets/`, made by the UI's build), and the querier's HTTP API.
 Outputs: `/` (the UI, or a page pointing at the API while no UI is built), `/assets/*`, and `/api/*`
-proxied with its query string and tenant header (`/api/v1/targets` to the collector when one is given).
+proxied with its query string and tenant header (`/api/v1/targets` to the collectors when they are given).
 In `flamewatch all` the API is served by the same process, so only the UI routes are mounted.
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
 from fastapi import APIRouter, Request
-from fastapi.responses import FileResponse, HTMLResponse, Response
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 
 from flamewatch.rpc.errors import NotFoundError
 
@@ -60,15 +62,39 @@ def api_proxy_router(querier_url: str, client: httpx.AsyncClient) -> APIRouter:
     return router
 
 
-def collector_proxy_router(collector_url: str, client: httpx.AsyncClient) -> APIRouter:
-    """`/api/v1/targets` passed to the collector (mounted before the querier's `/api/*`)."""
+def collector_proxy_router(collector_urls: Sequence[str], client: httpx.AsyncClient) -> APIRouter:
+    """`/api/v1/targets` of every collector (mounted before the querier's `/api/*`).
+
+    One collector's answer is passed on as it is. Several (the shards of a collector set, each scraping
+    its part of the targets) are asked at once and their targets listed together; a shard that does not
+    answer is named in `warnings`, as Prometheus's API reports a partial answer, and the others still show.
+    """
     router = APIRouter()
+    urls = [f"{url.rstrip('/')}/api/v1/targets" for url in collector_urls]
 
     @router.get("/api/v1/targets", include_in_schema=False)
     async def targets(request: Request) -> Response:
-        return await _forward(client, f"{collector_url.rstrip('/')}/api/v1/targets", request)
+        if len(urls) == 1:
+            return await _forward(client, urls[0], request)
+        answers = await asyncio.gather(*(_targets(client, url, request) for url in urls))
+        active = sorted((t for found, _ in answers for t in found), key=lambda t: (t["scrapePool"], t["scrapeUrl"]))
+        body: dict = {"status": "success", "data": {"activeTargets": active}}
+        warnings = [warning for _, warning in answers if warning]
+        if warnings:
+            body["warnings"] = warnings
+        return JSONResponse(body)
 
     return router
+
+
+async def _targets(client: httpx.AsyncClient, url: str, request: Request) -> tuple[list[dict], str | None]:
+    """One collector's active targets, or none and why."""
+    try:
+        upstream = await client.get(url, params=request.query_params)
+        upstream.raise_for_status()
+        return upstream.json()["data"]["activeTargets"], None
+    except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
+        return [], f"the collector at {url} did not list its targets: {exc or type(exc).__name__}"
 
 
 async def _forward(client: httpx.AsyncClient, url: str, request: Request) -> Response:

@@ -132,13 +132,24 @@ def test_every_referenced_secret_and_configmap_is_rendered_or_named_in_values(va
                 assert volume["configMap"]["name"] in _by_kind(objects, "ConfigMap"), name
 
 
+def _selects(selector: dict, labels: dict[str, str]) -> bool:
+    """A Kubernetes label selector (matchLabels, and matchExpressions with In or DoesNotExist) on labels."""
+    def matches(expression: dict) -> bool:
+        if expression["operator"] == "In":
+            return labels.get(expression["key"]) in expression["values"]
+        assert expression["operator"] == "DoesNotExist", expression
+        return expression["key"] not in labels
+    return (all(labels.get(k) == v for k, v in selector.get("matchLabels", {}).items())
+            and all(matches(e) for e in selector.get("matchExpressions", ())))
+
+
 # --- what each values file changes
 
 
 def test_default_values_render_a_small_complete_installation() -> None:
     objects = _render("default")
     kinds = Counter(o["kind"] for o in objects)
-    assert kinds == {"Deployment": 7, "Service": 7, "PodDisruptionBudget": 5, "Secret": 2, "ConfigMap": 1,
+    assert kinds == {"Deployment": 7, "Service": 8, "PodDisruptionBudget": 5, "Secret": 2, "ConfigMap": 1,
                      "ServiceAccount": 1}
     deployments = _by_kind(objects, "Deployment")
     assert sorted(deployments) == sorted(f"{FULL}-{n}" for n in (
@@ -166,7 +177,7 @@ def test_querier_and_frontend_find_the_other_services() -> None:
     frontend = _env(deployments[f"{FULL}-frontend"])
     assert frontend["FLAMEWATCH_QUERIER_URL"]["value"] == f"http://{FULL}-querier:4200"
     collector = _env(deployments[f"{FULL}-collector-0"])
-    assert collector["FLAMEWATCH_INGESTER_ADDRESS"]["value"] == f"{FULL}-ingester:4101"
+    assert collector["FLAMEWATCH_INGESTER_ADDRESS"]["value"] == f"dns:///{FULL}-ingester-headless:4101"
     assert _container(deployments[f"{FULL}-symbolizer"])["args"] == ["symbolizer"]
     # the symbolizer keeps nothing in Postgres
     assert "FLAMEWATCH_STORAGE_POSTGRES_DSN" not in _env(deployments[f"{FULL}-symbolizer"])
@@ -260,6 +271,9 @@ def test_ha_values_run_three_collector_shards_with_hashmod_relabeling() -> None:
     # each shard keeps its own PDB and Service
     assert {f"{FULL}-collector-{i}" for i in range(3)} <= set(_by_kind(objects, "PodDisruptionBudget"))
     assert {f"{FULL}-collector-{i}" for i in range(3)} <= set(_by_kind(objects, "Service"))
+    # the frontend's Targets page asks every shard
+    assert _env(deployments[f"{FULL}-frontend"])["FLAMEWATCH_COLLECTOR_URL"]["value"] == \
+        ",".join(f"http://{FULL}-collector-{i}:4300" for i in range(3))
 
 
 def test_collector_shards_split_the_targets_between_them() -> None:
@@ -315,10 +329,7 @@ def test_ingress_and_service_monitor() -> None:
     assert monitor["spec"]["endpoints"] == [{"port": "http", "path": "/metrics", "interval": "30s"}]
     # the monitor's selector picks exactly the Flamewatch services, each of which has an http port
     selector = monitor["spec"]["selector"]
-    (expression,) = selector["matchExpressions"]
-    picked = [s for s in _by_kind(objects, "Service").values()
-              if all(s["metadata"]["labels"].get(k) == v for k, v in selector["matchLabels"].items())
-              and s["metadata"]["labels"]["app.kubernetes.io/component"] in expression["values"]]
+    picked = [s for s in _by_kind(objects, "Service").values() if _selects(selector, s["metadata"]["labels"])]
     assert sorted(s["metadata"]["labels"]["app.kubernetes.io/component"] for s in picked) == sorted(SERVICES)
     assert all("http" in {p["name"] for p in s["spec"]["ports"]} for s in picked)
 
@@ -423,7 +434,12 @@ def test_services_listen_where_their_ports_and_services_say(monkeypatch: pytest.
         assert {p["targetPort"] for p in services[name]["spec"]["ports"]} == set(ports), name
     collector, _ = _parsed(_by_kind(objects, "Deployment")[f"{FULL}-collector-2"], monkeypatch)
     assert collector.config_file == "/etc/flamewatch/collector.yaml"
-    assert collector.ingester_address == f"{FULL}-ingester:4101"
+    # the collector spreads its batches over every ingester pod the headless Service resolves to
+    assert collector.ingester_address == f"dns:///{FULL}-ingester-headless:4101"
+    headless = services[f"{FULL}-ingester-headless"]["spec"]
+    assert headless["clusterIP"] == "None"
+    assert headless["selector"] == services[f"{FULL}-ingester"]["spec"]["selector"]
+    assert [p["targetPort"] for p in headless["ports"]] == ["grpc"]
     querier, _ = _parsed(_by_kind(objects, "Deployment")[f"{FULL}-querier"], monkeypatch)
     assert (querier.cache_bytes, querier.disk_cache_dir, querier.disk_cache_bytes) == \
         (536870912, "/var/cache/flamewatch", 21474836480)

@@ -1,13 +1,9 @@
 """`flamewatch all` started as a user would: a subprocess, embedded storage in a temp dir, probed over HTTP,
 stopped with SIGTERM. `make run` itself is run by the README's test (`test_readme.py`)."""
 
-import signal
-import subprocess
-from pathlib import Path
-
 import httpx
 import pytest
-from e2e.cluster import FLAMEWATCH
+from e2e.allinone import start_all, stop
 from infra import gotargets
 from infra.ports import free_port
 from infra.waiting import wait_for
@@ -37,19 +33,6 @@ def top_names(url: str, query: str) -> set[str]:
     r = httpx.get(url + "/api/v1/query", params={"query": query, "from": "now-10m", "format": "top",
                                                  "max_nodes": "10000"}, timeout=30)
     return {e["name"] for e in r.json()["top"]["entries"]} if r.status_code == 200 else set()
-
-
-def start_all(workdir: Path, config: Path, http_port: int, grpc_port: int) -> subprocess.Popen:
-    with (workdir / "all.log").open("ab") as log:  # the child keeps its own descriptor
-        return subprocess.Popen([str(FLAMEWATCH), "all", "--config.file", str(config), "--http-address",
-                                 f"127.0.0.1:{http_port}", "--grpc-address", f"127.0.0.1:{grpc_port}",
-                                 "--self-profiling.heap"],  # off by default; the test reads its own heap
-                                cwd=workdir, stdout=log, stderr=subprocess.STDOUT)
-
-
-def stop(process: subprocess.Popen) -> int:
-    process.send_signal(signal.SIGTERM)
-    return process.wait(60)
 
 
 def test_flamewatch_all_profiles_a_go_program_and_itself_and_keeps_the_data(tmp_path):

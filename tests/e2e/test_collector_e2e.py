@@ -1,9 +1,11 @@
 """The collector as its own process, scraping a real Go target into the ingester, read back through the
 querier; target status and configuration reloads over HTTP."""
 
+import contextlib
 import os
 import re
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -38,12 +40,13 @@ def wait_for(check, timeout_s: float, what: str):
     raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
 
 
-@pytest.fixture
-def collector(cluster: Cluster, go_target: str, tmp_path: Path):
-    config = tmp_path / "flamewatch.yaml"
-    config.write_text(CONFIG.format(job="demo", target=go_target))
+@contextlib.contextmanager
+def running_collector(cluster: Cluster, config_text: str, workdir: Path, name: str = "collector"):
+    """`flamewatch collector` on free ports with this configuration: (url, config path, gRPC address, pid)."""
+    config = workdir / f"{name}.yaml"
+    config.write_text(config_text)
     port, grpc_port = free_port(), free_port()
-    with (tmp_path / "collector.log").open("wb") as log:
+    with (workdir / f"{name}.log").open("wb") as log:
         process = subprocess.Popen([str(FLAMEWATCH), "collector", "--config.file", str(config), "--ingester.address",
                                     cluster.ingester_grpc, "--tenant", TENANT, "--http-address", f"127.0.0.1:{port}",
                                     "--grpc-address", f"127.0.0.1:{grpc_port}"],
@@ -54,7 +57,13 @@ def collector(cluster: Cluster, go_target: str, tmp_path: Path):
         yield url, config, f"127.0.0.1:{grpc_port}", process.pid
     finally:
         process.terminate()
-        assert process.wait(30) == 0, (tmp_path / "collector.log").read_text()
+        assert process.wait(30) == 0, (workdir / f"{name}.log").read_text()
+
+
+@pytest.fixture
+def collector(cluster: Cluster, go_target: str, tmp_path: Path):
+    with running_collector(cluster, CONFIG.format(job="demo", target=go_target), tmp_path) as running:
+        yield running
 
 
 def _ready(url: str) -> bool:
@@ -115,13 +124,13 @@ def pools(url: str) -> set[str]:
     return {t["scrapePool"] for t in httpx.get(url + "/api/v1/targets").json()["data"]["activeTargets"]}
 
 
-@pytest.fixture
-def frontend(cluster: Cluster, collector, tmp_path: Path):
+@contextlib.contextmanager
+def running_frontend(cluster: Cluster, collector_urls: str, workdir: Path):
     port = free_port()
-    with (tmp_path / "frontend.log").open("wb") as log:
+    with (workdir / "frontend.log").open("wb") as log:
         process = subprocess.Popen([str(FLAMEWATCH), "frontend", "--http-address", f"127.0.0.1:{port}",
-                                    "--querier.url", cluster.querier_url, "--collector.url", collector[0],
-                                    "--ui.dir", str(tmp_path / "no-ui")],
+                                    "--querier.url", cluster.querier_url, "--collector.url", collector_urls,
+                                    "--ui.dir", str(workdir / "no-ui")],
                                    stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -129,7 +138,13 @@ def frontend(cluster: Cluster, collector, tmp_path: Path):
         yield url
     finally:
         process.terminate()
-        assert process.wait(30) == 0, (tmp_path / "frontend.log").read_text()
+        assert process.wait(30) == 0, (workdir / "frontend.log").read_text()
+
+
+@pytest.fixture
+def frontend(cluster: Cluster, collector, tmp_path: Path):
+    with running_frontend(cluster, collector[0], tmp_path) as url:
+        yield url
 
 
 def test_four_services_as_processes_answer_through_the_frontend(cluster: Cluster, collector, frontend):
@@ -178,3 +193,23 @@ def test_target_status_over_grpc_matches_rest(collector, go_target):
         assert {p.name: p.value for p in t.labels} == {"job": "demo", "instance": go_target,
                                                        "service_name": "workload"}
         assert t.health == "up" and t.last_scrape_ns > 0 and t.last_error == ""
+
+
+def test_the_frontend_lists_the_targets_of_every_collector_shard(cluster: Cluster, go_target: str, tmp_path: Path):
+    """Two collectors (a chart's shards) and one that is down: the Targets API lists both shards' targets
+    and names the missing one in `warnings`."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        down = f"http://127.0.0.1:{s.getsockname()[1]}"  # nothing listens once closed
+    with (running_collector(cluster, CONFIG.format(job="shard-a", target=go_target), tmp_path, "a") as a,
+          running_collector(cluster, CONFIG.format(job="shard-b", target=go_target), tmp_path, "b") as b,
+          running_frontend(cluster, f"{a[0]}, {b[0]},{down}", tmp_path) as url):
+        wait_for(lambda: pools(a[0]) and pools(b[0]), 20, "both collectors to list their targets")
+        body = httpx.get(url + "/api/v1/targets").json()
+    assert body["status"] == "success"
+    targets = body["data"]["activeTargets"]
+    assert {t["scrapePool"] for t in targets} == {"shard-a", "shard-b"}
+    assert len(targets) == 10  # five profile types from each shard
+    assert targets == sorted(targets, key=lambda t: (t["scrapePool"], t["scrapeUrl"]))
+    (warning,) = body["warnings"]
+    assert warning.startswith(f"the collector at {down}/api/v1/targets did not list its targets: ")

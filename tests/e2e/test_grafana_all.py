@@ -6,9 +6,9 @@ import time
 
 import httpx
 import pytest
+from e2e.allinone import start_all, stop
 from e2e.grafana import GrafanaClient, self_by_name, top_names
 from e2e.pushes import WORKLOAD_FUNCTIONS
-from e2e.test_all import start_all, stop
 from infra import gotargets
 from infra.ports import free_port
 from infra.waiting import wait_for

@@ -4,6 +4,7 @@ import asyncio
 import logging
 import socket
 
+import httpx
 import pytest
 from e2e.cluster import Cluster
 from prometheus_client import REGISTRY
@@ -17,9 +18,9 @@ def dropped(reason: str) -> float:
     return REGISTRY.get_sample_value("flamewatch_collector_dropped_profiles_total", {"reason": reason}) or 0.0
 
 
-async def send(address: str, items, *, queue_size: int = 100, wait_s: float = 10.0) -> int:
+async def send(address: str, items, *, queue_size: int = 100, wait_s: float = 10.0, max_batch: int = 200) -> int:
     """Submit items, let the sender run for up to wait_s, and return what was still unacknowledged."""
-    sender = Sender(address, tenant="e2e-sender", queue_size=queue_size, max_backoff_s=0.2)
+    sender = Sender(address, tenant="e2e-sender", queue_size=queue_size, max_backoff_s=0.2, max_batch=max_batch)
     for labels, raw in items:
         sender.submit(labels, raw)
     task = asyncio.create_task(sender.run())
@@ -38,6 +39,27 @@ def test_queued_profiles_reach_the_ingester(cluster: Cluster, go_profiles):
     after = cluster.counts("e2e-sender")
     assert after["profiles"] - before["profiles"] == 5
     assert after["series"] - before["series"] == 5
+
+
+def ingested(url: str, tenant: str) -> float:
+    """The ingester's own count of typed profiles it stored for the tenant, from its /metrics."""
+    pattern = f'flamewatch_ingested_profiles_total{{tenant="{tenant}"}} '
+    lines = [line for line in httpx.get(f"{url}/metrics").text.splitlines() if line.startswith(pattern)]
+    return float(lines[0].split()[-1]) if lines else 0.0
+
+
+def test_batches_are_spread_over_every_ingester_address(cluster: Cluster, go_profiles):
+    second = cluster.add_ingester("ingester-b")
+    first_url, second_url = cluster.ingester_url, second.url
+    before = ingested(first_url, "e2e-sender"), ingested(second_url, "e2e-sender")
+    items = [({"service_name": "spread", "__name__": "goroutine", "n": str(i)}, go_profiles["goroutine"])
+             for i in range(12)]
+    address = f"ipv4:{cluster.ingester_grpc},{second.grpc_address}"
+    assert asyncio.run(send(address, items, max_batch=1)) == 0
+    first, second_count = (ingested(first_url, "e2e-sender") - before[0],
+                           ingested(second_url, "e2e-sender") - before[1])
+    assert first + second_count == 12
+    assert first >= 3 and second_count >= 3, (first, second_count)
 
 
 def test_a_refused_profile_is_dropped_not_retried(cluster: Cluster, caplog):

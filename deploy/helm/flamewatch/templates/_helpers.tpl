@@ -260,8 +260,14 @@ metadata:
   name: {{ .name }}
   labels:
     {{- include "flamewatch.componentLabels" . | nindent 4 }}
+    {{- with .labels }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
 spec:
   type: {{ .type | default "ClusterIP" }}
+  {{- with .clusterIP }}
+  clusterIP: {{ . }}
+  {{- end }}
   selector:
     {{- include "flamewatch.componentSelector" . | nindent 4 }}
     {{- with .selector }}

@@ -10,6 +10,7 @@ container on the compose network instead.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 import time
@@ -28,8 +29,10 @@ from infra.waiting import wait_for
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1200)]
 
 REPO = Path(__file__).resolve().parents[2]
-IMAGE = "flamewatch-test/flamewatch:latest"
-DEMO_IMAGE = "flamewatch-test/demo:latest"
+# Tagged per checkout: two checkouts testing at once on one engine must not run each other's build.
+CHECKOUT = hashlib.sha256(str(REPO).encode()).hexdigest()[:12]
+IMAGE = f"flamewatch-test/flamewatch:{CHECKOUT}"
+DEMO_IMAGE = f"flamewatch-test/demo:{CHECKOUT}"
 SERVICES = ["postgres", "minio", "ingester", "querier", "symbolizer", "collector", "frontend", "demo"]
 CPU = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
 GOROUTINES = "goroutine:goroutine:count:goroutine:count"
@@ -54,9 +57,12 @@ def stack(docker_base_images: dict[str, str]) -> Iterator[Stack]:
     env = {**docker_base_images, "FLAMEWATCH_IMAGE": IMAGE, "FLAMEWATCH_DEMO_IMAGE": DEMO_IMAGE,
            "FLAMEWATCH_UI_PORT": f"127.0.0.1:{ui_port}", "FLAMEWATCH_INGEST_PORT": f"127.0.0.1:{ingest_port}"}
     compose = docker.Compose(project=f"flamewatch-test-{os.getpid()}", env=env)
+    previous = {tag: docker.image_id(tag) for tag in (IMAGE, DEMO_IMAGE)}
     started = time.monotonic()
     compose.run("build", "ingester", "demo", timeout=1800)
     built = time.monotonic()
+    for tag, image_id in previous.items():
+        docker.forget_superseded(tag, image_id)
     try:
         compose.run("up", "--detach", "--wait", "--wait-timeout", str(UP_TIMEOUT_S), *SERVICES,
                     timeout=UP_TIMEOUT_S + 60)
@@ -67,6 +73,7 @@ def stack(docker_base_images: dict[str, str]) -> Iterator[Stack]:
     finally:
         (docker.STATE_DIR / f"{compose.project}.log").write_text(compose.logs())
         compose.down()
+        docker.trim_build_cache()
 
 
 def query(stack: Stack, selector: str, **params: str) -> dict:

@@ -68,6 +68,22 @@ def container_logs(name: str) -> str:
     return (done.stdout + done.stderr).decode(errors="replace")
 
 
+def image_id(tag: str) -> str | None:
+    done = subprocess.run([DOCKER, "image", "inspect", "--format", "{{.Id}}", tag], capture_output=True, text=True)
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def forget_superseded(tag: str, previous_id: str | None) -> None:
+    """Remove the image `tag` named before a rebuild, so each run does not leave one behind."""
+    if previous_id and previous_id != image_id(tag):
+        subprocess.run([DOCKER, "image", "rm", previous_id], capture_output=True)
+
+
+def trim_build_cache(keep: str = "4GB") -> None:
+    """Bound the build cache (each source change adds the wheel and virtualenv layers), newest kept."""
+    docker("builder", "prune", "--force", "--keep-storage", keep)
+
+
 def image_size(tag: str) -> int:
     """Bytes of the image with all its layers, as `docker image inspect` reports them."""
     return int(json.loads(docker("image", "inspect", tag))[0]["Size"])

@@ -12,6 +12,9 @@ CHART := deploy/helm/flamewatch
 COMPOSE_VERSION := v2.40.3
 COMPOSE := $(CACHE)/bin/docker-compose
 WORKLOAD := $(CACHE)/targets/workload
+KUBERNETES_VERSION := v1.34.2
+KUBE_APISERVER := $(CACHE)/bin/kube-apiserver
+ETCD := /usr/bin/etcd
 PYTEST_ARGS ?=
 FUZZ_SECONDS ?= 600
 FUZZ_TARGETS ?=
@@ -25,7 +28,7 @@ GPERFTOOLS := /usr/lib/x86_64-linux-gnu/libprofiler.so
 DOCKERD := /usr/sbin/dockerd
 DEBOOTSTRAP := /usr/sbin/debootstrap
 
-.PHONY: deps run test proto lint helm-docs helm-lint bench bench-quick bench-pipeline bench-demo bench-connect fuzz ui ui-test
+.PHONY: deps run test kube-apiserver proto lint helm-docs helm-lint bench bench-quick bench-pipeline bench-demo bench-connect fuzz ui ui-test
 
 deps: $(VENV)/.installed $(MINIO) $(WORKLOAD)
 
@@ -56,6 +59,38 @@ $(COMPOSE):
 		cd "$$dir" && GOFLAGS=-trimpath go build -o $(CURDIR)/$(COMPOSE) \
 		-ldflags "-X github.com/docker/compose/v2/internal.Version=$(COMPOSE_VERSION)" ./cmd
 
+# The Kubernetes API server the discovery and chart tests run against, built from the k8s.io/kubernetes
+# module's source: the module's go.mod points its k8s.io/* staging modules at ./staging, which a module
+# download does not carry, so a writable copy has them replaced by their published v0.X.Y versions. The
+# version is stamped in as Kubernetes' own build does, so clients (helm's kubeVersion check) see v1.X.Y.
+kube-apiserver: $(KUBE_APISERVER)
+
+$(KUBE_APISERVER):
+	@echo "make: building kube-apiserver $(KUBERNETES_VERSION) from source into $(KUBE_APISERVER), for the Kubernetes tests (the first time takes about 10 minutes; later builds reuse the Go build cache)"
+	@mkdir -p $(CACHE)/bin $(CACHE)/src
+	@set -e; src=$(CURDIR)/$(CACHE)/src/kubernetes-$(KUBERNETES_VERSION); \
+	if [ ! -f $$src/.copied ]; then \
+		dir=$$(cd /tmp && GOWORK=off GOFLAGS= go mod download -json k8s.io/kubernetes@$(KUBERNETES_VERSION) \
+			| $(PYTHON) -c 'import json,sys; print(json.load(sys.stdin)["Dir"])'); \
+		rm -rf $$src; cp -r $$dir $$src; chmod -R u+w $$src; \
+		staging=$$(echo $(KUBERNETES_VERSION) | sed 's/^v1\./v0./'); \
+		sed -i -E "s#^(\s*)(k8s\.io/[a-z0-9-]+) => \./staging/src/k8s\.io/[a-z0-9-]+\$$#\1\2 => \2 $$staging#" $$src/go.mod; \
+		touch $$src/.copied; \
+	fi; \
+	version=$(KUBERNETES_VERSION); minor=$$(echo $$version | cut -d. -f2); \
+	ldflags="-X k8s.io/component-base/version.gitVersion=$$version -X k8s.io/component-base/version.gitMajor=1 \
+		-X k8s.io/component-base/version.gitMinor=$$minor -X k8s.io/client-go/pkg/version.gitVersion=$$version \
+		-X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$$minor"; \
+	cd $$src && GOWORK=off GOFLAGS=-mod=mod nice go build -trimpath -ldflags "$$ldflags" \
+		-o $(CURDIR)/$(KUBE_APISERVER).tmp ./cmd/kube-apiserver
+	@mv $(KUBE_APISERVER).tmp $(KUBE_APISERVER)
+
+# Debian's etcd, the store kube-apiserver needs in the Kubernetes tests.
+$(ETCD):
+	@echo "make: installing Debian's etcd-server for the Kubernetes tests (apt-get)"
+	@$(if $(filter 0,$(shell id -u)),,sudo) apt-get update -qq
+	@$(if $(filter 0,$(shell id -u)),,sudo) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server > /dev/null
+
 # The chart's README: its values table from the comments of values.yaml (a test fails when it drifts).
 helm-docs: $(VENV)/.installed
 	$(PY) deploy/helm/readme.py
@@ -77,7 +112,8 @@ run: $(VENV)/.installed $(WORKLOAD) $(UI_BUILD)
 	demo=$$!; trap 'kill $$demo 2>/dev/null' EXIT INT TERM; \
 	$(VENV)/bin/flamewatch all --config.file examples/flamewatch.yaml
 
-test: deps $(HELM) $(UI_BUILD) $(CHROMIUM) $(DEBUGINFOD) $(GPERFTOOLS) $(DOCKERD) $(DEBOOTSTRAP) $(COMPOSE) ui-test
+test: deps $(HELM) $(KUBE_APISERVER) $(ETCD) $(UI_BUILD) $(CHROMIUM) $(DEBUGINFOD) $(GPERFTOOLS) $(DOCKERD) \
+		$(DEBOOTSTRAP) $(COMPOSE) ui-test
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The web UI (TypeScript, React, Vite): npm packages from the committed lock file, built into $(UI)/dist,

@@ -4,8 +4,9 @@
     scrape_configs:    [ScrapeConfig, ...]   one per job
     storage:           {...}                 kept as an opaque mapping; validated by the storage config
 
-The loader reads the file and nothing else: secret files (`password_file`, `credentials_file`), TLS files
-and file discovery globs are kept as written, relative to whatever directory the caller runs in.
+The loader reads the file and nothing else: secret files (`password_file`, `credentials_file`), TLS files,
+file discovery globs and kubeconfig files are kept as written, relative to whatever directory the caller
+runs in.
 
 Rules that are not visible from the dataclasses alone:
 
@@ -17,6 +18,8 @@ Rules that are not visible from the dataclasses alone:
 - `profiling_config.pprof_config` entries are merged field by field over `default_pprof_config`, so
   `memory: {path: /debug/pprof/heap}` keeps memory enabled. A new name needs a `path`. An endpoint with
   `delta: true` and no `seconds` profiles for the scrape interval in whole seconds (at least 1).
+- `kubernetes_sd_configs` take `api_server` or `kubeconfig_file`, not both (neither: in-cluster), and a
+  selector may only narrow an object kind its role watches (`KUBERNETES_SELECTOR_ROLES`).
 
 Every error is a ConfigError whose message starts with the YAML path of the offending value, e.g.
 `scrape_configs[2].scrape_timeout: 15s must not exceed scrape_interval 10s`.
@@ -38,9 +41,9 @@ from flamewatch.labels.relabel import RelabelConfig, check_relabel
 from flamewatch.timerange import TimeParseError, parse_duration
 
 __all__ = [
-    "Authorization", "BasicAuth", "ConfigError", "FileConfig", "FileSDConfig", "GlobalConfig", "PprofEndpoint",
-    "ProfilingConfig", "ScrapeConfig", "StaticConfig", "TLSConfig", "default_pprof_config", "load_config",
-    "parse_config",
+    "Authorization", "BasicAuth", "ConfigError", "FileConfig", "FileSDConfig", "GlobalConfig", "KubernetesNamespaces",
+    "KubernetesSDConfig", "KubernetesSelector", "PprofEndpoint", "ProfilingConfig", "ScrapeConfig", "StaticConfig",
+    "TLSConfig", "default_pprof_config", "load_config", "parse_config",
 ]
 
 DEFAULT_SCRAPE_INTERVAL_S = 10.0
@@ -134,6 +137,42 @@ class FileSDConfig:
     refresh_interval_s: float = DEFAULT_FILE_SD_REFRESH_S
 
 
+KUBERNETES_ROLES = ("pod", "endpoints", "endpointslice", "service")
+# The object kinds a selector may narrow for each role: a role also watches the pods and services it joins in.
+KUBERNETES_SELECTOR_ROLES = {
+    "pod": ("pod",),
+    "endpoints": ("endpoints", "pod", "service"),
+    "endpointslice": ("endpointslice", "pod", "service"),
+    "service": ("service",),
+}
+
+
+@dataclass(frozen=True)
+class KubernetesNamespaces:
+    """No names and not own_namespace: every namespace."""
+
+    names: tuple[str, ...] = ()
+    own_namespace: bool = False  # the namespace the collector runs in (its service account's)
+
+
+@dataclass(frozen=True)
+class KubernetesSelector:
+    role: str
+    label: str = ""  # a label selector, e.g. `app=web,tier!=db`
+    field: str = ""  # a field selector, e.g. `spec.nodeName=node-1`
+
+
+@dataclass(frozen=True)
+class KubernetesSDConfig:
+    """Neither api_server nor kubeconfig_file: in-cluster (the pod's service account token and CA)."""
+
+    role: str
+    api_server: str = ""
+    kubeconfig_file: str = ""
+    namespaces: KubernetesNamespaces = field(default_factory=KubernetesNamespaces)
+    selectors: tuple[KubernetesSelector, ...] = ()
+
+
 @dataclass(frozen=True)
 class ScrapeConfig:
     """One job. Left as None, the timeout and profiling config are derived from the interval."""
@@ -148,6 +187,7 @@ class ScrapeConfig:
     tls_config: TLSConfig | None = None
     static_configs: tuple[StaticConfig, ...] = ()
     file_sd_configs: tuple[FileSDConfig, ...] = ()
+    kubernetes_sd_configs: tuple[KubernetesSDConfig, ...] = ()
     relabel_configs: tuple[RelabelConfig, ...] = ()
     profiling_config: ProfilingConfig | None = None  # None: ProfilingConfig(default_pprof_config(interval))
 
@@ -415,7 +455,7 @@ def _check_unique_jobs(jobs: tuple[ScrapeConfig, ...]) -> None:
 
 _SCRAPE_FIELDS = (
     "job_name", "scrape_interval", "scrape_timeout", "scheme", "params", "basic_auth", "authorization",
-    "tls_config", "static_configs", "file_sd_configs", "relabel_configs", "profiling_config",
+    "tls_config", "static_configs", "file_sd_configs", "kubernetes_sd_configs", "relabel_configs", "profiling_config",
 )
 
 
@@ -436,6 +476,7 @@ def _scrape_config(value: Any, path: str, defaults: GlobalConfig) -> ScrapeConfi
         tls_config=_get(fields, "tls_config", path, _tls_config, None),
         static_configs=_get(fields, "static_configs", path, _reads_list(_static_config), ()),
         file_sd_configs=_get(fields, "file_sd_configs", path, _reads_list(_file_sd_config), ()),
+        kubernetes_sd_configs=_get(fields, "kubernetes_sd_configs", path, _reads_list(_kubernetes_sd_config), ()),
         relabel_configs=_get(fields, "relabel_configs", path, _reads_list(_relabel_config), ()),
         profiling_config=_profiling_config(fields.get("profiling_config", {}), _join(path, "profiling_config"),
                                            interval),
@@ -518,6 +559,51 @@ def _file_sd_pattern(value: Any, path: str) -> str:
     if not _nonempty_string(value, path).endswith(_FILE_SD_SUFFIXES):
         raise ConfigError(f'{path}: "{value}" must end in .json, .yml or .yaml')
     return value
+
+
+_KUBERNETES_FIELDS = ("role", "api_server", "kubeconfig_file", "namespaces", "selectors")
+
+
+def _kubernetes_sd_config(value: Any, path: str) -> KubernetesSDConfig:
+    fields = _fields(value, path, _KUBERNETES_FIELDS)
+    _check_exclusive(fields, path, "api_server", "kubeconfig_file")
+    role = _require(fields, "role", path, _kubernetes_role)
+    selectors = _get(fields, "selectors", path, _reads_list(_kubernetes_selector), ())
+    for i, selector in enumerate(selectors):
+        if selector.role not in KUBERNETES_SELECTOR_ROLES[role]:
+            allowed = ", ".join(KUBERNETES_SELECTOR_ROLES[role])
+            raise ConfigError(f'{path}.selectors[{i}].role: "{selector.role}" cannot narrow role {role} '
+                              f"(expected {allowed})")
+    return KubernetesSDConfig(role, _get(fields, "api_server", path, _api_server, ""),
+                              _get(fields, "kubeconfig_file", path, _nonempty_string, ""),
+                              _get(fields, "namespaces", path, _kubernetes_namespaces, KubernetesNamespaces()),
+                              selectors)
+
+
+def _kubernetes_role(value: Any, path: str) -> str:
+    if _string(value, path) not in KUBERNETES_ROLES:
+        raise ConfigError(f'{path}: unknown role "{value}", expected one of {", ".join(KUBERNETES_ROLES)}')
+    return value
+
+
+def _api_server(value: Any, path: str) -> str:
+    if not _string(value, path).startswith(("http://", "https://")):
+        raise ConfigError(f'{path}: "{value}" must be an http:// or https:// URL')
+    return value.rstrip("/")
+
+
+def _kubernetes_namespaces(value: Any, path: str) -> KubernetesNamespaces:
+    fields = _fields(value, path, ("names", "own_namespace"))
+    return KubernetesNamespaces(_get(fields, "names", path, _reads_list(_nonempty_string), ()),
+                                _get(fields, "own_namespace", path, _boolean, False))
+
+
+def _kubernetes_selector(value: Any, path: str) -> KubernetesSelector:
+    fields = _fields(value, path, ("role", "label", "field"))
+    role = _require(fields, "role", path, _string)
+    if role not in KUBERNETES_ROLES:
+        raise ConfigError(f'{path}.role: unknown role "{role}", expected one of {", ".join(KUBERNETES_ROLES)}')
+    return KubernetesSelector(role, _get(fields, "label", path, _string, ""), _get(fields, "field", path, _string, ""))
 
 
 _RELABEL_FIELDS = ("source_labels", "separator", "target_label", "regex", "modulus", "replacement", "action")

@@ -14,6 +14,7 @@ Tests declare what they touch with markers, and using a fixture without its mark
 | `go_profile_files` | session | `go` | name -> Path of the same profiles saved as `<name>.pb.gz` |
 | `helm_binary` | session | `helm` | Path of the `helm` binary `make` built into `.cache/bin` (see `infra.helm`) |
 | `docker_engine`, `docker_base_images` | session | `docker` | in `tests/deploy/conftest.py` (see `infra.docker`) |
+| `kube_api` | session | `kubernetes` | a running `infra.kubeapi.KubeAPIServer`: etcd + kube-apiserver, `kubeconfig` |
 
 `minio` has `endpoint` ("127.0.0.1:PORT"), `access_key`, `secret_key`, `client()`, and `stop()` / `start()`,
 which bring it down and back on the same port with the same data. Postgres is the server named by
@@ -28,6 +29,7 @@ from pathlib import Path
 
 import pytest
 from infra import gotargets, helm, postgres
+from infra.kubeapi import KubeAPIServer
 from infra.minio import MinioServer
 from infra.pgctl import PostgresProcess
 
@@ -51,6 +53,7 @@ REQUIRED_MARKERS = {
     "helm_binary": "helm",
     "docker_engine": "docker",
     "docker_base_images": "docker",
+    "kube_api": "kubernetes",
     "flamewatch_ui": "browser",
     "chromium": "browser",
 }
@@ -178,3 +181,12 @@ def go_profile_files(_go_capture: _Capture) -> dict[str, Path]:
 @pytest.fixture(scope="session")
 def helm_binary() -> Path:
     return helm.binary()
+
+
+# Kubernetes
+
+
+@pytest.fixture(scope="session")
+def kube_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeAPIServer]:
+    with KubeAPIServer(tmp_path_factory.mktemp("kube")) as server:
+        yield server

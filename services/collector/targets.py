@@ -3,6 +3,8 @@
 Each discovered target starts from its group's labels, its own labels, `job`, `__address__` and
 `__scheme__`; the job's relabel rules then rewrite, keep or drop it. Afterwards `instance` defaults to
 the address, `service_name` to the job, and labels starting with `__` are removed from what is stored.
+A target whose labels end with `__profile_path__` set is fetched from that path instead of each endpoint's
+own: meant for jobs with one profile type, as the Helm chart's annotation-driven jobs are (Alloy's label).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from flamewatch.collector.targetgroup import TargetGroup
 from flamewatch.labels.relabel import relabel
 from flamewatch.scrapeconfig import ScrapeConfig
 
-ADDRESS, SCHEME = "__address__", "__scheme__"
+ADDRESS, SCHEME, PROFILE_PATH = "__address__", "__scheme__", "__profile_path__"
 
 
 def discovered_labels(job: ScrapeConfig, group: TargetGroup, target: dict[str, str]) -> dict[str, str]:
@@ -44,8 +46,10 @@ def _endpoints(job: ScrapeConfig, labels: dict[str, str], discovered: dict[str, 
     base = f"{labels[SCHEME]}://{labels[ADDRESS]}"
     public = {k: v for k, v in labels.items() if not k.startswith("__")}
     params = {k: list(v) for k, v in job.params.items()}
+    path = labels.get(PROFILE_PATH)
     return [
-        ScrapeTarget(job=job.job_name, profile_name=name, url=base + endpoint.path, params=params, labels=public,
+        ScrapeTarget(job=job.job_name, profile_name=name, url=base + (path or endpoint.path), params=params,
+                     labels=public,
                      discovered=discovered, interval_s=job.scrape_interval_s, timeout_s=job.scrape_timeout_s,
                      delta=endpoint.delta, seconds=endpoint.seconds)
         for name, endpoint in job.profiling_config.endpoints().items()

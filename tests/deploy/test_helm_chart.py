@@ -18,8 +18,10 @@ import kubernetes_validate
 import pytest
 import yaml
 from infra import helm
+from kubernetes.client import V1Container, V1ContainerPort, V1ObjectMeta, V1Pod, V1PodSpec, V1PodStatus
 
 from flamewatch import cli
+from flamewatch.collector.discovery.kubernetes_labels import pod_group
 from flamewatch.collector.targetgroup import TargetGroup
 from flamewatch.collector.targets import discovered_labels, final_labels
 from flamewatch.scrapeconfig import parse_config
@@ -347,11 +349,68 @@ def test_kubernetes_discovery_renders_its_job_and_namespaced_rbac() -> None:
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": FULL, "namespace": helm.NAMESPACE}]
     collector = _by_kind(objects, "Deployment")[f"{FULL}-collector-0"]
     assert collector["spec"]["template"]["spec"]["automountServiceAccountToken"] is True
-    job = _shard_config(objects, 0)["scrape_configs"][-1]
-    assert job["kubernetes_sd_configs"] == [{"role": "pod", "namespaces": {"names": ["shop", "payments"]}}]
+    jobs = _shard_config(objects, 0)["scrape_configs"][1:]
+    assert [job["job_name"] for job in jobs] == [f"kubernetes-pods-{t}" for t in PROFILE_TYPES]
+    assert all(job["kubernetes_sd_configs"] == [{"role": "pod", "namespaces": {"names": ["shop", "payments"]}}]
+               for job in jobs)
     # every namespace: one ClusterRole instead
     cluster = _render("default", sets=("collector.kubernetesDiscovery.enabled=true",))
     assert sorted(o["kind"] for o in cluster if "Role" in o["kind"]) == ["ClusterRole", "ClusterRoleBinding"]
+
+
+PROFILE_TYPES = {"cpu": "process_cpu", "memory": "memory", "goroutine": "goroutine", "mutex": "mutex",
+                 "block": "block"}
+
+
+def _annotated_pod(name: str, annotations: dict[str, str], phase: str = "Running") -> V1Pod:
+    ports = [V1ContainerPort(name="pprof", container_port=6060), V1ContainerPort(name="http", container_port=8080)]
+    return V1Pod(metadata=V1ObjectMeta(name=name, namespace="shop", uid=name, annotations=annotations),
+                 spec=V1PodSpec(containers=[V1Container(name="app", image="app:1", ports=ports)]),
+                 status=V1PodStatus(phase=phase, pod_ip="10.0.0.9"))
+
+
+def _scraped(config, job_name: str, pods: list[V1Pod]) -> dict[str, dict[str, str]]:
+    """pod/container port -> final labels (with __address__, __scheme__, __profile_path__) of what the job keeps."""
+    job = next(j for j in config.scrape_configs if j.job_name == job_name)
+    kept = {}
+    for pod in pods:
+        group = pod_group(pod)
+        for target in group.targets:
+            labels = final_labels(job, discovered_labels(job, group, target))
+            if labels is not None:
+                port = target["__meta_kubernetes_pod_container_port_name"]
+                kept[f"{pod.metadata.name}/{port}"] = {k: v for k, v in labels.items() if not k.startswith("__meta_")}
+    return kept
+
+
+def test_kubernetes_discovery_by_default_scrapes_pods_annotated_the_pyroscope_way() -> None:
+    objects = _render("default", sets=("collector.kubernetesDiscovery.enabled=true",))
+    config = parse_config(_by_kind(objects, "ConfigMap")[f"{FULL}-collector"]["data"]["shard-0.yaml"])
+    jobs = {job.job_name: job for job in config.scrape_configs}
+    assert {"kubernetes-pods-cpu", "kubernetes-pods-memory"} <= set(jobs)
+    assert [name for name, ep in jobs["kubernetes-pods-cpu"].profiling_config.pprof_config.items()
+            if ep.enabled] == ["process_cpu"]
+    assert [name for name, ep in jobs["kubernetes-pods-memory"].profiling_config.pprof_config.items()
+            if ep.enabled] == ["memory"]
+    g = "profiles.grafana.com/"
+    pods = [
+        _annotated_pod("by-number", {g + "cpu.scrape": "true", g + "cpu.port": "6060"}),
+        _annotated_pod("by-name", {g + "cpu.scrape": "true", g + "cpu.port_name": "http", g + "cpu.scheme": "https",
+                                   g + "cpu.path": "/custom/profile", g + "service_name": "checkout"}),
+        _annotated_pod("memory-only", {g + "memory.scrape": "true", g + "memory.port_name": "pprof"}),
+        _annotated_pod("not-annotated", {}),
+        _annotated_pod("no-port", {g + "cpu.scrape": "true"}),
+        _annotated_pod("finished", {g + "cpu.scrape": "true", g + "cpu.port": "6060"}, phase="Succeeded"),
+    ]
+    cpu = _scraped(config, "kubernetes-pods-cpu", pods)
+    assert sorted(cpu) == ["by-name/http", "by-number/pprof"]
+    assert cpu["by-number/pprof"] == {
+        "__address__": "10.0.0.9:6060", "__scheme__": "http", "job": "kubernetes-pods-cpu", "namespace": "shop",
+        "pod": "by-number", "container": "app", "service_name": "shop/app", "instance": "10.0.0.9:6060"}
+    by_name = cpu["by-name/http"]
+    assert (by_name["__address__"], by_name["__scheme__"], by_name["__profile_path__"], by_name["service_name"]) == (
+        "10.0.0.9:8080", "https", "/custom/profile", "checkout")
+    assert sorted(_scraped(config, "kubernetes-pods-memory", pods)) == ["memory-only/pprof"]
 
 
 # --- refused values

@@ -99,7 +99,8 @@ class UnregisteredSDConfig:
 
 def test_registry_rejects_an_unknown_config_type():
     with pytest.raises(UnknownDiscoveryConfig, match=(
-            r"^demo: no discoverer for config type 'UnregisteredSDConfig'; known types: FileSDConfig, StaticConfig$")):
+            r"^demo: no discoverer for config type 'UnregisteredSDConfig'; known types: FileSDConfig, "
+            r"KubernetesSDConfig, StaticConfig$")):
         discoverers_for("demo", [StaticConfig(targets=("a:1",), labels={}), UnregisteredSDConfig()])
 
 

@@ -13,6 +13,9 @@ from flamewatch.scrapeconfig import (
     FileConfig,
     FileSDConfig,
     GlobalConfig,
+    KubernetesNamespaces,
+    KubernetesSDConfig,
+    KubernetesSelector,
     PprofEndpoint,
     ProfilingConfig,
     ScrapeConfig,
@@ -131,7 +134,20 @@ def check_durations(cfg: FileConfig) -> None:
     assert _pprof(cfg, 1)["process_cpu"].seconds == 1  # whole seconds, at least one
 
 
+def check_kubernetes_sd(cfg: FileConfig) -> None:
+    assert cfg.scrape_configs[0].kubernetes_sd_configs == (
+        KubernetesSDConfig("pod", kubeconfig_file="/etc/kube/config",
+                           namespaces=KubernetesNamespaces(("default", "web")),
+                           selectors=(KubernetesSelector("pod", "app=web", "spec.nodeName=node-1"),)),
+        KubernetesSDConfig("endpointslice", api_server="https://10.0.0.1:6443",
+                           namespaces=KubernetesNamespaces(own_namespace=True),
+                           selectors=(KubernetesSelector("service", "team=a"),)),
+        KubernetesSDConfig("service"),
+    )
+
+
 GOOD = {
+    "kubernetes_sd.good.yml": check_kubernetes_sd,
     "minimal.good.yml": check_minimal,
     "global_inherit.good.yml": check_global_inherit,
     "global_timeout_default.good.yml": check_global_timeout_default,
@@ -148,6 +164,14 @@ GOOD = {
 }
 
 EXPECTED_ERRORS = {
+    "kubernetes_sd_unknown_role.bad.yml": 'scrape_configs[0].kubernetes_sd_configs[0].role: unknown role "node", '
+    "expected one of pod, endpoints, endpointslice, service",
+    "kubernetes_sd_selector_role.bad.yml": 'scrape_configs[0].kubernetes_sd_configs[0].selectors[0].role: "service" '
+    "cannot narrow role pod (expected pod)",
+    "kubernetes_sd_server_and_kubeconfig.bad.yml":
+        "scrape_configs[0].kubernetes_sd_configs[0].kubeconfig_file: cannot be used together with api_server",
+    "kubernetes_sd_unknown_field.bad.yml":
+        "scrape_configs[0].kubernetes_sd_configs[0].namespaces.name: unknown field (did you mean names?)",
     "auth_basic_and_bearer.bad.yml": "scrape_configs[0].authorization: cannot be used together with basic_auth",
     "bad_duration.bad.yml": 'scrape_configs[0].scrape_interval: invalid duration "10 seconds": expected a number '
     "of seconds (10, 0.5) or amounts with units y, w, d, h, m, s, ms from largest to smallest (1h30m, 500ms)",

@@ -14,8 +14,9 @@ from typing import Any
 
 from flamewatch.collector.discovery import Discoverer
 from flamewatch.collector.discovery.file import file_discoverer
+from flamewatch.collector.discovery.kubernetes import kubernetes_discoverer
 from flamewatch.collector.discovery.static import StaticDiscoverer
-from flamewatch.scrapeconfig import FileSDConfig, StaticConfig
+from flamewatch.scrapeconfig import FileSDConfig, KubernetesSDConfig, StaticConfig
 
 __all__ = ["BUILTINS", "Builtin", "UnknownDiscoveryConfig", "discoverers_for", "sd_configs"]
 
@@ -30,6 +31,7 @@ class Builtin:
 BUILTINS: dict[type, Builtin] = {
     StaticConfig: Builtin("static", "static_configs", StaticDiscoverer),
     FileSDConfig: Builtin("file", "file_sd_configs", file_discoverer),
+    KubernetesSDConfig: Builtin("kubernetes", "kubernetes_sd_configs", kubernetes_discoverer),
 }
 
 

@@ -404,15 +404,29 @@ spec:
 {{- with $v.kubernetesDiscovery.namespaces }}
 {{- $_ := set $sd "namespaces" (dict "names" .) -}}
 {{- end }}
+{{- /* One job per profile type, driven by the pod annotations Pyroscope and Grafana Alloy users know:
+  profiles.grafana.com/<type>.scrape, .port or .port_name (a declared container port), .path, .scheme. */ -}}
+{{- $names := dict "cpu" "process_cpu" "memory" "memory" "goroutine" "goroutine" "mutex" "mutex" "block" "block" -}}
+{{- range $type := $v.kubernetesDiscovery.profileTypes }}
+{{- $a := printf "__meta_kubernetes_pod_annotation_profiles_grafana_com_%s_" $type -}}
 {{- $rules := list
-  (dict "source_labels" (list "__meta_kubernetes_pod_annotation_flamewatch_io_scrape") "regex" "true" "action" "keep")
-  (dict "source_labels" (list "__address__" "__meta_kubernetes_pod_annotation_flamewatch_io_port") "regex" "([^:]+)(?::\\d+)?;(\\d+)" "replacement" "$1:$2" "target_label" "__address__" "action" "replace")
+  (dict "source_labels" (list (print $a "scrape")) "regex" "true" "action" "keep")
+  (dict "source_labels" (list "__meta_kubernetes_pod_phase") "regex" "Pending|Succeeded|Failed|Unknown" "action" "drop")
+  (dict "source_labels" (list (print $a "port") (print $a "port_name") "__meta_kubernetes_pod_container_port_number" "__meta_kubernetes_pod_container_port_name") "regex" "(\\d+);[^;]*;\\1;.*|;(.+);[^;]*;\\2" "action" "keep")
+  (dict "source_labels" (list (print $a "scheme")) "regex" "(https?)" "target_label" "__scheme__" "action" "replace")
+  (dict "source_labels" (list (print $a "path")) "regex" "(/.*)" "target_label" "__profile_path__" "action" "replace")
   (dict "source_labels" (list "__meta_kubernetes_namespace") "target_label" "namespace" "action" "replace")
   (dict "source_labels" (list "__meta_kubernetes_pod_name") "target_label" "pod" "action" "replace")
   (dict "source_labels" (list "__meta_kubernetes_pod_container_name") "target_label" "container" "action" "replace")
-  (dict "source_labels" (list "__meta_kubernetes_pod_label_app_kubernetes_io_name") "target_label" "service_name" "action" "replace")
+  (dict "source_labels" (list "__meta_kubernetes_namespace" "__meta_kubernetes_pod_container_name") "separator" "/" "target_label" "service_name" "action" "replace")
+  (dict "source_labels" (list "__meta_kubernetes_pod_annotation_profiles_grafana_com_service_name") "regex" "(.+)" "target_label" "service_name" "action" "replace")
 -}}
-{{- $jobs = append $jobs (dict "job_name" "kubernetes-pods" "kubernetes_sd_configs" (list $sd) "relabel_configs" $rules) -}}
+{{- $pprof := dict -}}
+{{- range $other, $name := $names }}
+{{- $_ := set $pprof $name (dict "enabled" (eq $other $type)) -}}
+{{- end }}
+{{- $jobs = append $jobs (dict "job_name" (printf "kubernetes-pods-%s" $type) "kubernetes_sd_configs" (list $sd) "relabel_configs" $rules "profiling_config" (dict "pprof_config" $pprof)) -}}
+{{- end }}
 {{- end }}
 {{- $shards := $v.shards | int -}}
 {{- if gt $shards 1 }}

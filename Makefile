@@ -9,6 +9,8 @@ MINIO := $(CACHE)/bin/minio
 HELM_VERSION := v3.22.0
 HELM := $(CACHE)/bin/helm
 CHART := deploy/helm/flamewatch
+COMPOSE_VERSION := v2.40.3
+COMPOSE := $(CACHE)/bin/docker-compose
 WORKLOAD := $(CACHE)/targets/workload
 KUBERNETES_VERSION := v1.34.2
 KUBE_APISERVER := $(CACHE)/bin/kube-apiserver
@@ -23,6 +25,8 @@ UI_SOURCES := $(shell find $(UI)/src -type f 2>/dev/null) $(addprefix $(UI)/,ind
 CHROMIUM := /usr/bin/chromium
 DEBUGINFOD := /usr/bin/debuginfod
 GPERFTOOLS := /usr/lib/x86_64-linux-gnu/libprofiler.so
+DOCKERD := /usr/sbin/dockerd
+DEBOOTSTRAP := /usr/sbin/debootstrap
 
 .PHONY: deps run test kube-apiserver proto lint helm-docs helm-lint bench bench-quick bench-pipeline bench-demo bench-connect fuzz ui ui-test
 
@@ -45,6 +49,15 @@ $(HELM):
 	@echo "make: building helm $(HELM_VERSION) from source into $(HELM), for the chart's tests (the first time takes a few minutes)"
 	@mkdir -p $(CACHE)/bin
 	@GOBIN=$(CURDIR)/$(CACHE)/bin GOFLAGS=-trimpath go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+
+# docker compose v2, for the tests of docker-compose.yml, built from source and cached. `go install` refuses
+# its module (its go.mod has exclude directives), so it is built inside the downloaded module.
+$(COMPOSE):
+	@echo "make: building docker compose $(COMPOSE_VERSION) from source into $(COMPOSE), for the Docker tests (the first time takes about 5 minutes)"
+	@mkdir -p $(CACHE)/bin
+	@dir=$$(go mod download -json github.com/docker/compose/v2@$(COMPOSE_VERSION) | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p') && \
+		cd "$$dir" && GOFLAGS=-trimpath go build -o $(CURDIR)/$(COMPOSE) \
+		-ldflags "-X github.com/docker/compose/v2/internal.Version=$(COMPOSE_VERSION)" ./cmd
 
 # The Kubernetes API server the discovery and chart tests run against, built from the k8s.io/kubernetes
 # module's source: the module's go.mod points its k8s.io/* staging modules at ./staging, which a module
@@ -99,7 +112,8 @@ run: $(VENV)/.installed $(WORKLOAD) $(UI_BUILD)
 	demo=$$!; trap 'kill $$demo 2>/dev/null' EXIT INT TERM; \
 	$(VENV)/bin/flamewatch all --config.file examples/flamewatch.yaml
 
-test: deps $(HELM) $(KUBE_APISERVER) $(ETCD) $(UI_BUILD) $(CHROMIUM) $(DEBUGINFOD) $(GPERFTOOLS) ui-test
+test: deps $(HELM) $(KUBE_APISERVER) $(ETCD) $(UI_BUILD) $(CHROMIUM) $(DEBUGINFOD) $(GPERFTOOLS) $(DOCKERD) \
+		$(DEBOOTSTRAP) $(COMPOSE) ui-test
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The web UI (TypeScript, React, Vite): npm packages from the committed lock file, built into $(UI)/dist,
@@ -136,6 +150,18 @@ $(GPERFTOOLS):
 	@$(if $(filter 0,$(shell id -u)),,sudo) apt-get update -qq
 	@$(if $(filter 0,$(shell id -u)),,sudo) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 		libgoogle-perftools-dev > /dev/null
+
+# Debian's Docker engine (dockerd; the docker client on PATH may be newer) and debootstrap, for the Docker
+# tests: no image registry is reachable, so they build their base images from a debootstrapped Debian.
+$(DOCKERD):
+	@echo "make: installing Debian's docker.io for the Docker tests (apt-get)"
+	@$(if $(filter 0,$(shell id -u)),,sudo) apt-get update -qq
+	@$(if $(filter 0,$(shell id -u)),,sudo) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io > /dev/null
+
+$(DEBOOTSTRAP):
+	@echo "make: installing Debian's debootstrap for the Docker tests (apt-get)"
+	@$(if $(filter 0,$(shell id -u)),,sudo) apt-get update -qq
+	@$(if $(filter 0,$(shell id -u)),,sudo) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap > /dev/null
 
 proto: $(VENV)/.installed
 	$(PY) proto/generate.py

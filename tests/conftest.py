@@ -13,6 +13,7 @@ Tests declare what they touch with markers, and using a fixture without its mark
 | `go_profiles` | session | `go` | name -> gzipped pprof: cpu (2 s), heap, allocs, goroutine, mutex, block |
 | `go_profile_files` | session | `go` | name -> Path of the same profiles saved as `<name>.pb.gz` |
 | `helm_binary` | session | `helm` | Path of the `helm` binary `make` built into `.cache/bin` (see `infra.helm`) |
+| `docker_engine`, `docker_base_images` | session | `docker` | in `tests/deploy/conftest.py` (see `infra.docker`) |
 | `kube_api` | session | `kubernetes` | a running `infra.kubeapi.KubeAPIServer`: etcd + kube-apiserver, `kubeconfig` |
 
 `minio` has `endpoint` ("127.0.0.1:PORT"), `access_key`, `secret_key`, `client()`, and `stop()` / `start()`,
@@ -50,6 +51,8 @@ REQUIRED_MARKERS = {
     "_go_workload": "go",
     "_go_capture": "go",
     "helm_binary": "helm",
+    "docker_engine": "docker",
+    "docker_base_images": "docker",
     "kube_api": "kubernetes",
     "flamewatch_ui": "browser",
     "chromium": "browser",

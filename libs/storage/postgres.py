@@ -241,6 +241,9 @@ def _with_defaults(dsn: str) -> str:
     params = _parse_dsn(dsn)
     params.setdefault("connect_timeout", str(CONNECT_TIMEOUT_S))
     params.setdefault("application_name", "flamewatch")
+    # Text is UTF-8 on our side whatever the database says: a SQL_ASCII database would otherwise make the
+    # client encoding SQL_ASCII too, and every text column would come back as bytes.
+    params["client_encoding"] = "UTF8"
     return make_conninfo("", **params)
 
 

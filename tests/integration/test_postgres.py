@@ -11,6 +11,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from infra.ports import free_port
+from infra.postgres import with_database
 
 from flamewatch.storage import postgres
 from flamewatch.storage.errors import StorageUnavailable
@@ -205,3 +206,23 @@ def test_the_embedded_server_stops_with_its_last_handle(data_dir: Path) -> None:
         assert conn.execute("SELECT 1").fetchone() == (1,)
     second.close()
     assert not (data_dir / "postgres" / "postmaster.pid").exists()
+
+
+def test_a_sql_ascii_database_still_gives_text(_postgres_server: str) -> None:
+    """A database created with SQL_ASCII (no encoding checks) makes libpq's client encoding SQL_ASCII too,
+    and psycopg then hands back bytes where Flamewatch expects text; every connection asks for UTF8."""
+    name = f"flamewatch_test_ascii_{time.time_ns()}"
+    with psycopg.connect(_postgres_server, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}" ENCODING \'SQL_ASCII\' LC_COLLATE \'C\' LC_CTYPE \'C\' '
+                      "TEMPLATE template0")
+    try:
+        database = open_database(PostgresConfig(dsn=with_database(_postgres_server, name)))
+        try:
+            with database.connection() as conn:
+                assert conn.execute("SHOW server_encoding").fetchone()[0] == "SQL_ASCII"
+                assert conn.execute("SELECT %s::text", ["café ☕"]).fetchone()[0] == "café ☕"
+        finally:
+            database.close()
+    finally:
+        with psycopg.connect(_postgres_server, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

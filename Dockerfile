@@ -31,12 +31,15 @@ COPY services/ services/
 COPY --from=ui /src/services/frontend/ui/dist/ services/frontend/ui/dist/
 RUN python3 -m pip wheel --no-cache-dir --disable-pip-version-check --no-deps --wheel-dir /wheels .
 
-# --- a virtualenv holding only what the wheels install (no pip: nothing installs at run time)
+# --- a virtualenv holding only what the wheels install (no pip: nothing installs at run time), less what
+# no service imports: the Kubernetes client's asyncio twin (68 MB), pyarrow's tests and C++ headers
 FROM ${PYTHON_IMAGE} AS install
 COPY --from=wheels /wheels /wheels
 RUN python3 -m venv --without-pip /opt/flamewatch \
     && python3 -m pip --python /opt/flamewatch/bin/python install --no-cache-dir --disable-pip-version-check \
         --no-index --find-links /wheels flamewatch \
+    && rm -rf /opt/flamewatch/lib/python3*/site-packages/kubernetes/aio \
+        /opt/flamewatch/lib/python3*/site-packages/pyarrow/tests /opt/flamewatch/lib/python3*/site-packages/pyarrow/include \
     && /opt/flamewatch/bin/flamewatch frontend --help > /dev/null
 
 # --- runtime

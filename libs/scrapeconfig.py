@@ -141,13 +141,14 @@ class FileSDConfig:
     refresh_interval_s: float = DEFAULT_FILE_SD_REFRESH_S
 
 
-KUBERNETES_ROLES = ("pod", "endpoints", "endpointslice", "service")
+KUBERNETES_ROLES = ("pod", "endpoints", "endpointslice", "service", "node")
 # The object kinds a selector may narrow for each role: a role also watches the pods and services it joins in.
 KUBERNETES_SELECTOR_ROLES = {
     "pod": ("pod",),
     "endpoints": ("endpoints", "pod", "service"),
     "endpointslice": ("endpointslice", "pod", "service"),
     "service": ("service",),
+    "node": ("node",),
 }
 
 

@@ -356,6 +356,9 @@ def test_kubernetes_discovery_renders_its_job_and_namespaced_rbac() -> None:
     # every namespace: one ClusterRole instead
     cluster = _render("default", sets=("collector.kubernetesDiscovery.enabled=true",))
     assert sorted(o["kind"] for o in cluster if "Role" in o["kind"]) == ["ClusterRole", "ClusterRoleBinding"]
+    (cluster_role,) = _by_kind(cluster, "ClusterRole").values()
+    assert {r for rule in cluster_role["rules"] for r in rule["resources"]} == {
+        "pods", "services", "endpoints", "endpointslices", "nodes"}
 
 
 PROFILE_TYPES = {"cpu": "process_cpu", "memory": "memory", "goroutine": "goroutine", "mutex": "mutex",

@@ -1,5 +1,5 @@
-"""The Kubernetes discoverer in-process against a real API server: the `endpoints` and `service` roles
-on objects the test creates; and, with neither `api_server` nor `kubeconfig_file`, authentication as a pod
+"""The Kubernetes discoverer in-process against a real API server: the `endpoints`, `service` and `node`
+roles on objects the test creates; and, with neither `api_server` nor `kubeconfig_file`, authentication as a pod
 would do it, with a service account token the server issued, `own_namespace` being the namespace of that
 service account, and RBAC deciding what it may see."""
 
@@ -13,7 +13,7 @@ from infra.kubeapi import KubeAPIServer
 from kubernetes import client as k8s
 
 from flamewatch.collector.discovery import kubernetes as discovery
-from flamewatch.scrapeconfig import KubernetesNamespaces, KubernetesSDConfig
+from flamewatch.scrapeconfig import KubernetesNamespaces, KubernetesSDConfig, KubernetesSelector
 
 pytestmark = pytest.mark.kubernetes
 
@@ -112,3 +112,23 @@ def test_endpoints_and_service_roles(kube_api: KubeAPIServer) -> None:
                                            lambda groups: len(groups) == 1))
     assert [t["__address__"] for t in service.targets] == [f"web.{namespace}.svc:80"]
     assert service.targets[0]["__meta_kubernetes_service_cluster_ip"].startswith("10.96.")
+
+
+def test_node_role_finds_the_kubelet_port_and_ignores_namespaces(kube_api: KubeAPIServer) -> None:
+    core = k8s.CoreV1Api(kube_api.api_client())
+    core.create_node(k8s.V1Node(metadata=k8s.V1ObjectMeta(name="worker-7", labels={"pool": "profiling"})))
+    core.patch_node_status("worker-7", {"status": {
+        "addresses": [{"type": "Hostname", "address": "worker-7"}, {"type": "InternalIP", "address": "127.0.0.1"}],
+        "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}}}})
+    config = KubernetesSDConfig("node", kubeconfig_file=str(kube_api.kubeconfig),
+                                namespaces=KubernetesNamespaces(names=("not-for-nodes",)),
+                                selectors=(KubernetesSelector("node", label="pool=profiling"),))
+    try:
+        (group,) = asyncio.run(_groups_until(discovery.KubernetesDiscoverer("t/kubernetes/2", config),
+                                             lambda groups: len(groups) == 1 and groups[0].targets))
+    finally:
+        core.delete_node("worker-7")
+    assert group.source == "node/worker-7"
+    assert list(group.targets) == [{"__address__": "127.0.0.1:10250", "instance": "worker-7"}]
+    assert group.labels["__meta_kubernetes_node_label_pool"] == "profiling"
+    assert group.labels["__meta_kubernetes_node_address_Hostname"] == "worker-7"

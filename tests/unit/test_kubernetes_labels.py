@@ -9,12 +9,18 @@ from kubernetes.client import (
     V1Container,
     V1ContainerPort,
     V1ContainerStatus,
+    V1DaemonEndpoint,
     V1Endpoint,
     V1EndpointAddress,
     V1EndpointConditions,
     V1Endpoints,
     V1EndpointSlice,
     V1EndpointSubset,
+    V1Node,
+    V1NodeAddress,
+    V1NodeDaemonEndpoints,
+    V1NodeSpec,
+    V1NodeStatus,
     V1ObjectMeta,
     V1ObjectReference,
     V1OwnerReference,
@@ -31,6 +37,7 @@ from flamewatch.collector.discovery.kubernetes import KubernetesDiscoverer
 from flamewatch.collector.discovery.kubernetes_labels import (
     endpoints_group,
     endpointslice_group,
+    node_group,
     pod_group,
     service_group,
 )
@@ -134,6 +141,35 @@ def test_service_role_addresses_the_service_dns_name_per_port():
         "__address__": "web.shop.svc:80", M + "service_port_name": "http", M + "service_port_number": "80",
         M + "service_port_protocol": "TCP", M + "service_type": "ClusterIP", M + "service_cluster_ip": "10.96.0.10",
     }]
+
+
+def node(addresses: list[tuple[str, str]], kubelet_port: int | None = 10250) -> V1Node:
+    return V1Node(
+        metadata=V1ObjectMeta(name="worker-1", labels={"kubernetes.io/arch": "amd64"},
+                              annotations={"node.alpha.kubernetes.io/ttl": "0"}),
+        spec=V1NodeSpec(provider_id="aws:///eu-west-1a/i-0abc"),
+        status=V1NodeStatus(addresses=[V1NodeAddress(type=t, address=a) for t, a in addresses],
+                            daemon_endpoints=V1NodeDaemonEndpoints(
+                                kubelet_endpoint=V1DaemonEndpoint(port=kubelet_port))))
+
+
+def test_node_role_targets_the_kubelet_at_the_first_address_by_type_with_the_node_as_instance():
+    group = node_group(node([("Hostname", "worker-1"), ("ExternalIP", "203.0.113.9"), ("InternalIP", "10.0.0.4"),
+                             ("InternalIP", "10.0.0.5")]))
+    assert group.source == "node/worker-1"
+    assert group.labels == {
+        M + "node_name": "worker-1", M + "node_provider_id": "aws:///eu-west-1a/i-0abc",
+        M + "node_label_kubernetes_io_arch": "amd64", M + "node_labelpresent_kubernetes_io_arch": "true",
+        M + "node_annotation_node_alpha_kubernetes_io_ttl": "0",
+        M + "node_annotationpresent_node_alpha_kubernetes_io_ttl": "true",
+        M + "node_address_Hostname": "worker-1", M + "node_address_ExternalIP": "203.0.113.9",
+        M + "node_address_InternalIP": "10.0.0.4"}
+    assert list(group.targets) == [{"__address__": "10.0.0.4:10250", "instance": "worker-1"}]
+    # no InternalIP: the next type in Prometheus's order; IPv6 in brackets
+    assert node_group(node([("Hostname", "worker-1"), ("ExternalIP", "2001:db8::1")])).targets == (
+        {"__address__": "[2001:db8::1]:10250", "instance": "worker-1"},)
+    # no address yet: no target, but the group is there for its labels
+    assert node_group(node([])).targets == ()
 
 
 def test_endpointslice_targets_carry_the_slice_endpoint_pod_and_service_labels():

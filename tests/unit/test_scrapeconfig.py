@@ -164,8 +164,8 @@ GOOD = {
 }
 
 EXPECTED_ERRORS = {
-    "kubernetes_sd_unknown_role.bad.yml": 'scrape_configs[0].kubernetes_sd_configs[0].role: unknown role "node", '
-    "expected one of pod, endpoints, endpointslice, service",
+    "kubernetes_sd_unknown_role.bad.yml": 'scrape_configs[0].kubernetes_sd_configs[0].role: unknown role "ingress", '
+    "expected one of pod, endpoints, endpointslice, service, node",
     "kubernetes_sd_selector_role.bad.yml": 'scrape_configs[0].kubernetes_sd_configs[0].selectors[0].role: "service" '
     "cannot narrow role pod (expected pod)",
     "kubernetes_sd_server_and_kubeconfig.bad.yml":

@@ -1,4 +1,4 @@
-"""Kubernetes discovery: pods, endpointslices, endpoints or services, with Prometheus's meta labels.
+"""Kubernetes discovery: pods, endpointslices, endpoints, services or nodes, with Prometheus's meta labels.
 
 A `KubernetesDiscoverer` runs one `Informer` thread (`kubernetes_watch.py`) per object kind and namespace
 its role needs: the role's own kind, plus pods and services for `endpoints` and `endpointslice`, whose
@@ -30,6 +30,7 @@ from flamewatch.collector.discovery import Up
 from flamewatch.collector.discovery.kubernetes_labels import (
     endpoints_group,
     endpointslice_group,
+    node_group,
     object_key,
     pod_group,
     service_group,
@@ -47,7 +48,8 @@ Key = tuple[str, str]  # (namespace, name)
 
 # role -> the object kinds it watches; the first is the one its groups are built from.
 _KINDS = {"pod": ("pod",), "service": ("service",), "endpoints": ("endpoints", "pod", "service"),
-          "endpointslice": ("endpointslice", "pod", "service")}
+          "endpointslice": ("endpointslice", "pod", "service"), "node": ("node",)}
+_CLUSTER_SCOPED = {"node"}  # listed across the cluster whatever `namespaces` says
 
 # kind -> (API class, method for one namespace, method for all namespaces)
 _LISTS = {
@@ -55,6 +57,7 @@ _LISTS = {
     "service": (k8s.CoreV1Api, "list_namespaced_service", "list_service_for_all_namespaces"),
     "endpoints": (k8s.CoreV1Api, "list_namespaced_endpoints", "list_endpoints_for_all_namespaces"),
     "endpointslice": (k8s.DiscoveryV1Api, "list_namespaced_endpoint_slice", "list_endpoint_slice_for_all_namespaces"),
+    "node": (k8s.CoreV1Api, "", "list_node"),
 }
 
 
@@ -151,7 +154,8 @@ class KubernetesDiscoverer:
         options = {"resync_s": self._resync_s} | ({"backoff": self._backoff} if self._backoff else {})
         return [Informer(self.name, kind, namespace, functools.partial(self._lister, connect, kind, namespace),
                          self._selectors(kind), post, stop, **options)
-                for kind in _KINDS[self.role] for namespace in (sorted(set(namespaces)) or [""])]
+                for kind in _KINDS[self.role]
+                for namespace in ([""] if kind in _CLUSTER_SCOPED else sorted(set(namespaces)) or [""])]
 
     @staticmethod
     def _lister(connect: Callable[[], k8s.ApiClient], kind: str, namespace: str) -> ListCall:
@@ -218,6 +222,8 @@ class KubernetesDiscoverer:
             return pod_group(obj)
         if self.role == "service":
             return service_group(obj)
+        if self.role == "node":
+            return node_group(obj)
         lookup_pod = self._looker("pod", key)
         lookup_service = self._looker("service", key)
         build = endpointslice_group if self.role == "endpointslice" else endpoints_group

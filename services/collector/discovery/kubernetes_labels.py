@@ -1,7 +1,7 @@
 """Kubernetes API objects as target groups with the `__meta_kubernetes_*` labels Prometheus documents.
 
 Pure functions over the `kubernetes` client's model objects (`V1Pod`, `V1EndpointSlice`, `V1Endpoints`,
-`V1Service`); the watching lives in `kubernetes.py`. One group per object, its source
+`V1Service`, `V1Node`); the watching lives in `kubernetes.py`. One group per object, its source
 `<role>/<namespace>/<name>`:
 
 - pod: a target per container port (`<pod IP>:<port>`), a port-less target on the pod IP for a container
@@ -10,6 +10,9 @@ Pure functions over the `kubernetes` client's model objects (`V1Pod`, `V1Endpoin
   to and of the service the object belongs to; container ports of those pods that no endpoint names get
   targets of their own, as in Prometheus.
 - service: a target per port at `<service>.<namespace>.svc:<port>`.
+- node: one target at the node's address and its kubelet's port, `instance` set to the node's name; the
+  address is the first of its InternalIP, InternalDNS, ExternalIP, ExternalDNS, LegacyHostIP and Hostname
+  addresses (none: no target). Nodes have no namespace: the source is `node/<name>`.
 
 Label and annotation names are sanitised the Prometheus way: every character outside [a-zA-Z0-9_]
 becomes `_` (`app.kubernetes.io/name` -> `app_kubernetes_io_name`).
@@ -24,7 +27,8 @@ from typing import Any
 from flamewatch.collector.targetgroup import TargetGroup
 
 __all__ = [
-    "ADDRESS", "endpoints_group", "endpointslice_group", "object_key", "pod_group", "pod_labels", "service_group",
+    "ADDRESS", "endpoints_group", "endpointslice_group", "node_group", "object_key", "pod_group", "pod_labels",
+    "service_group",
 ]
 
 ADDRESS = "__address__"
@@ -168,6 +172,28 @@ def service_group(service: Any) -> TargetGroup:
                 **common} for port in spec.ports or ()]
     labels = {NAMESPACE: namespace, **_service_object_labels(service)}
     return _group("service", service, targets, labels)
+
+
+# ------------------------------------------------------------------------------------------------ nodes
+
+# The address a node is reached at: the first type it has, in this order (Prometheus's order).
+NODE_ADDRESS_TYPES = ("InternalIP", "InternalDNS", "ExternalIP", "ExternalDNS", "LegacyHostIP", "Hostname")
+
+
+def node_group(node: Any) -> TargetGroup:
+    status = node.status
+    first: dict[str, str] = {}  # address type -> its first address
+    for address in (status and status.addresses) or ():
+        first.setdefault(address.type, address.address)
+    labels = {META + "node_name": node.metadata.name,
+              META + "node_provider_id": (node.spec and node.spec.provider_id) or "",
+              **_metadata_labels(node.metadata, "node"),
+              **{f"{META}node_address_{_sanitize(kind)}": value for kind, value in first.items()}}
+    host = next((first[kind] for kind in NODE_ADDRESS_TYPES if kind in first), None)
+    endpoints = status and status.daemon_endpoints
+    port = endpoints and endpoints.kubelet_endpoint and endpoints.kubelet_endpoint.port
+    targets = [{ADDRESS: _join_host_port(host, port or 0), "instance": node.metadata.name}] if host else []
+    return TargetGroup(f"node/{node.metadata.name}", tuple(targets), labels)
 
 
 # ---------------------------------------------------------------------------- endpointslices, endpoints

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+import yaml
 from e2e.calls import rest
 from e2e.cluster import FLAMEWATCH, Cluster
-from infra import gotargets
+from infra import gotargets, helm
 from infra.kubeapi import KubeAPIServer
 from infra.ports import free_port
 from kubernetes import client as k8s
@@ -241,6 +242,58 @@ scrape_configs:
         assert (f"cannot list or watch pod in all namespaces: bad Kubernetes client configuration: kubeconfig "
                 f"{broken}: Invalid kube-config file. Expected key current-context") in broken_lines[0]
         assert collector.targets("away") == {} and collector.targets("broken") == {}
+    finally:
+        code = collector.stop()
+    assert code == 0, collector.log.read_text()[-4000:]
+
+
+@pytest.mark.helm
+@pytest.mark.usefixtures("helm_binary")
+def test_the_charts_collector_config_scrapes_a_pod_annotated_for_cpu(
+        cluster: Cluster, kube_api: KubeAPIServer, go_targets: list[str], tmp_path: Path) -> None:
+    """The scrape configuration the Helm chart renders with discovery on, run by the collector as it is
+    (only the API server's address added: the collector runs outside the cluster): a pod annotated
+    `profiles.grafana.com/cpu.scrape` with its port gets its CPU profiled, under `<namespace>/<container>`;
+    an unannotated pod is left alone."""
+    namespace = kube_api.namespace(f"chart-{uuid.uuid4().hex[:8]}")
+    objects = helm.render(sets=("collector.kubernetesDiscovery.enabled=true", "collector.selfScrape=false",
+                                "collector.global.scrape_interval=1s"))
+    (configmap,) = [o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"].endswith("-collector")]
+    rendered = yaml.safe_load(configmap["data"]["shard-0.yaml"])
+    for job in rendered["scrape_configs"]:
+        for sd in job["kubernetes_sd_configs"]:
+            sd.update(kubeconfig_file=str(kube_api.kubeconfig), namespaces={"names": [namespace]})
+    config = tmp_path / "collector.yaml"
+    config.write_text(yaml.safe_dump(rendered))
+
+    core = k8s.CoreV1Api(kube_api.api_client())
+    (_, port_a), (_, port_b) = (addr.split(":") for addr in go_targets)
+    annotated = _pod("annotated", int(port_a), {"app": "shop"})
+    annotated.metadata.annotations = {"profiles.grafana.com/cpu.scrape": "true",
+                                      "profiles.grafana.com/cpu.port": port_a}
+    core.create_namespaced_pod(namespace, annotated)
+    core.create_namespaced_pod(namespace, _pod("plain", int(port_b), {"app": "shop"}))
+    for name in ("annotated", "plain"):
+        _running(core, namespace, name)
+
+    collector = Collector(config, cluster.ingester_grpc, tmp_path / "collector.log")
+    cpu = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
+    try:
+        targets = wait_for(lambda: collector.targets("kubernetes-pods-cpu"), 15, "the annotated pod as a target",
+                           collector.log)
+        assert set(targets) == {f"127.0.0.1:{port_a}"}
+        assert targets[f"127.0.0.1:{port_a}"]["labels"] == {
+            "job": "kubernetes-pods-cpu", "instance": f"127.0.0.1:{port_a}", "namespace": namespace,
+            "pod": "annotated", "container": "workload", "service_name": f"{namespace}/workload"}
+        assert not collector.targets("kubernetes-pods-memory")
+
+        selector = f'{{service_name="{namespace}/workload"}}'
+        wait_for(lambda: rest(cluster, "/series", TENANT, {"match[]": selector, "from": "now-5m"})["data"], 30,
+                 "the annotated pod's CPU profile", collector.log)
+        body = rest(cluster, "/query", TENANT, {"query": cpu + selector, "from": "now-5m", "format": "top",
+                                                "max_nodes": "10000"})
+        assert "main.cpuFibonacci" in {e["name"] for e in body["top"]["entries"]}
+        assert not rest(cluster, "/series", TENANT, {"match[]": '{pod="plain"}', "from": "now-5m"})["data"]
     finally:
         code = collector.stop()
     assert code == 0, collector.log.read_text()[-4000:]

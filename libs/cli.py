@@ -166,6 +166,12 @@ def _ingester_parser(sub) -> None:
         flag = "--limits." + name.replace("_", "-")
         p.add(flag, f"reject pushes over this {name.replace('_', ' ')}", dest=f"limit_{name}", type=int,
               default=getattr(defaults, name))
+    p.add("--limits.ingestion-rate-mb", "each tenant's ingestion rate limit, in MB/s of decompressed pprof; a "
+          "push over it is refused with 429 / RESOURCE_EXHAUSTED (0: no limit)", dest="ingestion_rate_mb",
+          type=float, default=0.0)
+    p.add("--limits.ingestion-burst-mb", "the MB a tenant may push at once (default: twice the rate, and at "
+          "least --limits.max-decompressed-bytes, so that a push of any allowed size can pass)",
+          dest="ingestion_burst_mb", type=float, default=None)
     _storage_flags(p)
     _maintenance_flags(p)
     _common_flags(p)
@@ -284,9 +290,13 @@ def run_ingester(args: argparse.Namespace) -> int:
     from flamewatch.ingester.service import Ingester, http_router, register_grpc
 
     limits = IngestLimits(**{n: getattr(args, f"limit_{n}") for n in IngestLimits.__dataclass_fields__})
+    rate = args.ingestion_rate_mb * 1e6
+    burst = args.ingestion_burst_mb * 1e6 if args.ingestion_burst_mb else max(2 * rate,
+                                                                          limits.max_decompressed_bytes)
     config = IngesterConfig(http_address=args.http_address, grpc_address=args.grpc_address,
                             flush_interval_s=args.flush_interval, flush_bytes=args.flush_bytes, limits=limits,
-                            maintenance=maintenance_config(args))
+                            maintenance=maintenance_config(args), ingestion_rate_bytes_s=rate,
+                            ingestion_burst_bytes=burst)
 
     async def main(stack: contextlib.AsyncExitStack) -> None:
         listeners = _listen(stack, config.http_address, config.grpc_address)

@@ -62,6 +62,9 @@ class IngesterConfig:
     orphan_grace_s: float = 600.0
     limits: IngestLimits = field(default_factory=IngestLimits)
     maintenance: MaintenanceConfig = field(default_factory=MaintenanceConfig)
+    # Per tenant, decompressed pprof bytes: 0 is no limit (Pyroscope's ingestion-rate-limit-mb, burst-size-mb)
+    ingestion_rate_bytes_s: float = 0.0
+    ingestion_burst_bytes: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@
     ├── UnprocessableError            a body that is no profile    INVALID_ARGUMENT  422   400
     ├── UnsupportedFormatError        a format we do not read      INVALID_ARGUMENT  415   400
     └── LimitExceeded                 larger than a limit          RESOURCE_EXHAUSTED 413  429
+    RateLimited                       a tenant over its rate       RESOURCE_EXHAUSTED 429  429
     NotFoundError                     nothing by that name         NOT_FOUND         404   404
     UnimplementedError                a method or encoding we lack UNIMPLEMENTED     501   501
     └── UnknownMethodError            no such method               UNIMPLEMENTED     404   404
@@ -56,6 +57,15 @@ class UnsupportedMediaTypeError(ValueError):
     """The request body is of a content type the endpoint does not read."""
 
 
+class RateLimited(Exception):
+    """A tenant pushes faster than its ingestion rate limit allows: the push is refused whole; retry after
+    `retry_after_s` seconds (None: the push can never pass as it is)."""
+
+    def __init__(self, message: str, retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
 class DeadlineExceededError(TimeoutError):
     """The deadline the client set passed before the answer was ready."""
 
@@ -77,6 +87,7 @@ class Status:
 
 _TABLE: list[tuple[type[BaseException], Status]] = [
     (LimitExceeded, Status(grpc.StatusCode.RESOURCE_EXHAUSTED, 413)),
+    (RateLimited, Status(grpc.StatusCode.RESOURCE_EXHAUSTED, 429)),
     (UnsupportedMediaTypeError, Status(grpc.StatusCode.INVALID_ARGUMENT, 415)),
     (UnprocessableError, Status(grpc.StatusCode.INVALID_ARGUMENT, 422)),
     (UnsupportedFormatError, Status(grpc.StatusCode.INVALID_ARGUMENT, 415)),

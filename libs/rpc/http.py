@@ -4,6 +4,7 @@ the error mapping of rpc.errors; each service contributes an APIRouter."""
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Sequence
 
 from fastapi import APIRouter, FastAPI, Request
@@ -11,7 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from flamewatch.rpc.errors import count_error, log_failure, message_of, status_of
+from flamewatch.rpc.errors import RateLimited, count_error, log_failure, message_of, status_of
 from flamewatch.storage.errors import StorageError
 
 log = logging.getLogger(__name__)
@@ -22,7 +23,9 @@ def error_response(exc: BaseException) -> JSONResponse:
     count_error(status)
     if status.http_status >= 500:
         log_failure(log, exc, "request failed: %s", exc)
-    return JSONResponse({"error": message_of(exc)}, status_code=status.http_status)
+    retry = getattr(exc, "retry_after_s", None)  # a rate limit says when to come back (RFC 9110's Retry-After)
+    headers = {"Retry-After": str(max(1, math.ceil(retry)))} if retry is not None else None
+    return JSONResponse({"error": message_of(exc)}, status_code=status.http_status, headers=headers)
 
 
 async def _expected_error(_: Request, exc: Exception) -> JSONResponse:
@@ -37,7 +40,7 @@ def build_app(routers: Sequence[APIRouter], ready: Callable[[], Sequence[str]]) 
 
     # Expected failures get their answer here. Anything else reaches the server's error middleware,
     # which answers 500 and logs the traceback: a bug should be loud.
-    for kind in (ValueError, LookupError, StorageError):
+    for kind in (ValueError, LookupError, StorageError, RateLimited):
         app.add_exception_handler(kind, _expected_error)
 
     @app.exception_handler(RequestValidationError)

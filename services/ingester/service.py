@@ -25,8 +25,10 @@ from flamewatch.ingester.compactor import Maintenance
 from flamewatch.ingester.otlp_receiver import grpc_handler as otlp_grpc_handler
 from flamewatch.ingester.otlp_receiver import http_router as otlp_http_router
 from flamewatch.ingester.prepare import Prepared, prepare
+from flamewatch.ingester.ratelimit import TenantRateLimiter
 from flamewatch.ingester.writer import BlockWriter
 from flamewatch.pprof import LimitExceeded, hint_from_file_name
+from flamewatch.rpc.errors import RateLimited
 from flamewatch.rpc.grpc_server import handled
 from flamewatch.rpc.openapi import ERROR_RESPONSES, TENANT_DESCRIPTION, TENANT_HEADER_SCHEMA
 from flamewatch.rpc.tenant import HEADER, resolve_tenant, tenant_from_metadata
@@ -51,6 +53,8 @@ class Ingester:
         self._batcher = Batcher(BlockWriter(store, db).write, config.flush_interval_s, config.flush_bytes,
                                 config.max_concurrent_flushes)
         self._maintenance = Maintenance(config.maintenance, store, db)
+        self._rate = (TenantRateLimiter(config.ingestion_rate_bytes_s, config.ingestion_burst_bytes)
+                      if config.ingestion_rate_bytes_s > 0 else None)
         self._loops: list[asyncio.Task] = []
 
     def start(self) -> None:
@@ -71,6 +75,12 @@ class Ingester:
         prepared = await asyncio.to_thread(self._prepare_all, series, name_hint, span)
         entries = [e for p in prepared for e in p.entries]
         nbytes = sum(p.nbytes for p in prepared)
+        if self._rate is not None:
+            try:
+                self._rate.take(tenant, nbytes)
+            except RateLimited:
+                REJECTED.labels("RateLimited").inc(len(prepared))
+                raise
         await self._batcher.submit(tenant, entries, nbytes)
         PROFILES.labels(tenant).inc(len(entries))
         BYTES.labels(tenant).inc(nbytes)

@@ -57,6 +57,10 @@ class UnsupportedMediaTypeError(ValueError):
     """The request body is of a content type the endpoint does not read."""
 
 
+# The trailing gRPC metadata (seconds, decimal) and HTTP header telling a rate-limited client when to retry.
+RETRY_AFTER = "retry-after"
+
+
 class RateLimited(Exception):
     """A tenant pushes faster than its ingestion rate limit allows: the push is refused whole; retry after
     `retry_after_s` seconds (None: the push can never pass as it is)."""

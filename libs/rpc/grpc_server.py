@@ -1,4 +1,5 @@
-"""gRPC plumbing shared by the services: one wrapper maps exceptions to status codes and logs them."""
+"""gRPC plumbing shared by the services: one wrapper maps exceptions to status codes and logs them; a
+rate-limited call also gets `retry-after` (seconds) in its trailing metadata."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import time
 
 import grpc
 
-from flamewatch.rpc.errors import count_error, log_failure, message_of, status_of
+from flamewatch.rpc.errors import RETRY_AFTER, count_error, log_failure, message_of, status_of
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +27,9 @@ def handled(method):
             count_error(status)
             log_failure(log, exc, "%s failed after %.0f ms: %s", method.__name__,
                         1e3 * (time.perf_counter() - started), exc)
+            retry = getattr(exc, "retry_after_s", None)  # a rate limit: when the same call can pass
+            if retry is not None:
+                context.set_trailing_metadata(((RETRY_AFTER, f"{retry:.3f}"),))
             await context.abort(status.grpc_code, message_of(exc))
 
     return wrapper

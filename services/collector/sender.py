@@ -3,7 +3,8 @@
 Scrapes never wait on the ingester: they enqueue and go on. When the ingester stays down the queue
 fills, and the oldest profiles are dropped with a log line and `flamewatch_collector_dropped_profiles`
 counting them; fresh data is worth more than old. Refusals (INVALID_ARGUMENT, RESOURCE_EXHAUSTED) are
-not retried: the same bytes would be refused again.
+not retried: the same bytes would be refused again; except a rate limit (RESOURCE_EXHAUSTED with
+`retry-after` in the trailing metadata), after which the batch is sent again once that time has passed.
 
 Batches are spread over every address the ingester address resolves to (gRPC's round_robin): with
 `dns:///ingester-headless:4101`, a headless Kubernetes Service, each ingester pod gets its share, where a
@@ -23,6 +24,8 @@ import grpc
 from prometheus_client import Counter, Gauge
 
 from flamewatch.api.flamewatch.v1 import ingest_pb2, ingest_pb2_grpc, types_pb2
+from flamewatch.ratelimitedlog import RateLimitedLog
+from flamewatch.rpc.errors import RETRY_AFTER
 from flamewatch.rpc.tenant import HEADER
 
 log = logging.getLogger(__name__)
@@ -30,6 +33,9 @@ log = logging.getLogger(__name__)
 SENT = Counter("flamewatch_collector_sent_profiles", "pprof profiles acknowledged by the ingester")
 DROPPED = Counter("flamewatch_collector_dropped_profiles", "pprof profiles dropped before sending", ["reason"])
 QUEUED = Gauge("flamewatch_collector_queued_profiles", "pprof profiles waiting to be sent")
+RATE_LIMITED = Counter("flamewatch_collector_rate_limited_profiles",
+                       "pprof profiles whose push the ingester's rate limit deferred (sent again later)")
+_rate_log = RateLimitedLog(log)
 
 _RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.INTERNAL,
               grpc.StatusCode.UNKNOWN, grpc.StatusCode.CANCELLED}
@@ -65,6 +71,11 @@ class Sender:
     def pending(self) -> int:
         """Profiles not yet acknowledged: queued, or in the batch being sent."""
         return len(self._queue) + self._inflight
+
+    def _log_rate_limited(self, exc: grpc.aio.AioRpcError, wait_s: float) -> None:
+        _rate_log.log(logging.WARNING, self._address, "the ingester at %s rate-limits this tenant: %s; "
+                      "waiting %.1f s before sending again (profiles queue meanwhile)", self._address,
+                      exc.details(), wait_s)
 
     def _log_drop(self) -> None:
         """One line at most every 10 s, counting the drops since the last one."""
@@ -120,6 +131,12 @@ class Sender:
                 SENT.inc(len(batch))
                 return
             except grpc.aio.AioRpcError as exc:
+                wait_s = _retry_after(exc)
+                if wait_s is not None:  # over the tenant's ingestion rate: the same batch passes later
+                    RATE_LIMITED.inc(len(batch))
+                    self._log_rate_limited(exc, wait_s)
+                    await asyncio.sleep(min(wait_s, self._max_backoff_s))
+                    continue
                 if exc.code() not in _RETRYABLE:
                     DROPPED.labels("refused").inc(len(batch))
                     log.warning("the ingester refused %d profiles: %s", len(batch), exc.details())
@@ -128,6 +145,19 @@ class Sender:
                          exc.code().name, backoff)
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, self._max_backoff_s)
+
+
+def _retry_after(exc: grpc.aio.AioRpcError) -> float | None:
+    """The seconds a rate-limited push must wait, from the ingester's trailing metadata; None otherwise."""
+    if exc.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
+        return None
+    for key, value in exc.trailing_metadata() or ():
+        if key == RETRY_AFTER:
+            try:
+                return max(0.0, float(value))
+            except ValueError:
+                return None
+    return None
 
 
 def _series(o: Outgoing) -> ingest_pb2.RawProfileSeries:

@@ -40,12 +40,12 @@ class TenantRateLimiter:
         bucket.tokens = min(self.burst, bucket.tokens + (now - bucket.at) * self.rate)
         bucket.at = now
         if nbytes > self.burst:
-            raise RateLimited(f"tenant {tenant!r}: a push of {nbytes / MB:.2f} MB is larger than the ingestion "
-                              f"burst of {self.burst / MB:.2f} MB and can never be accepted; send smaller pushes "
+            raise RateLimited(f"tenant {tenant!r}: a push of {nbytes / MB:.3g} MB is larger than the ingestion "
+                              f"burst of {self.burst / MB:.3g} MB and can never be accepted; send smaller pushes "
                               "or raise --limits.ingestion-burst-mb")
         if nbytes > bucket.tokens:
             wait_s = (nbytes - bucket.tokens) / self.rate
-            raise RateLimited(f"tenant {tenant!r} is over its ingestion rate limit of {self.rate / MB:.2f} MB/s "
-                              f"(burst {self.burst / MB:.2f} MB): push refused, retry in {wait_s:.1f} s "
+            raise RateLimited(f"tenant {tenant!r} is over its ingestion rate limit of {self.rate / MB:.3g} MB/s "
+                              f"(burst {self.burst / MB:.3g} MB): push refused, retry in {wait_s:.1f} s "
                               "(--limits.ingestion-rate-mb raises the limit)", retry_after_s=wait_s)
         bucket.tokens -= nbytes

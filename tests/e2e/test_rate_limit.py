@@ -48,7 +48,7 @@ def test_http_pushes_over_the_burst_get_429_and_write_nothing(cluster: Cluster, 
     refused = push(tenant, 2)
     assert refused.status_code == 429, refused.text
     assert 20 <= int(refused.headers["Retry-After"]) <= 30  # the missing half profile at 100 bytes a second
-    assert refused.json()["error"].startswith(f"tenant '{tenant}' is over its ingestion rate limit of 0.00 MB/s")
+    assert refused.json()["error"].startswith(f"tenant '{tenant}' is over its ingestion rate limit of 0.0001 MB/s")
     assert "retry in" in refused.json()["error"]
     assert cluster.counts(tenant) == before  # nothing of the refused push was written
     assert before["profiles"] == 2

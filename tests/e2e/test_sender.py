@@ -1,6 +1,7 @@
 """The collector's sender against a real ingester, and against one that stays down."""
 
 import asyncio
+import gzip
 import logging
 import socket
 
@@ -60,6 +61,23 @@ def test_batches_are_spread_over_every_ingester_address(cluster: Cluster, go_pro
                            ingested(second_url, "e2e-sender") - before[1])
     assert first + second_count == 12
     assert first >= 3 and second_count >= 3, (first, second_count)
+
+
+def test_a_rate_limited_batch_waits_its_turn_and_is_not_dropped(cluster: Cluster, go_profiles):
+    """The ingester's rate limit passes two profiles at once and about one a second after: the sender
+    holds the rest, waits what the ingester's `retry-after` says, and gets every profile stored."""
+    raw = go_profiles["goroutine"]
+    size_mb = (len(gzip.decompress(raw)) if raw[:2] == b"\x1f\x8b" else len(raw)) / 1e6
+    limited = cluster.add_ingester("sender-rate-limited", "--limits.ingestion-rate-mb", f"{size_mb:.6f}",
+                                   "--limits.ingestion-burst-mb", f"{2 * size_mb:.6f}")
+    before = cluster.counts("e2e-sender")
+    deferred = REGISTRY.get_sample_value("flamewatch_collector_rate_limited_profiles_total") or 0.0
+    refused = dropped("refused")
+    items = [({"service_name": "rate", "__name__": "goroutine", "n": str(i)}, raw) for i in range(5)]
+    assert asyncio.run(send(limited.grpc_address, items, max_batch=1, wait_s=20)) == 0
+    assert cluster.counts("e2e-sender")["profiles"] - before["profiles"] == 5
+    assert (REGISTRY.get_sample_value("flamewatch_collector_rate_limited_profiles_total") or 0.0) > deferred
+    assert dropped("refused") == refused
 
 
 def test_a_refused_profile_is_dropped_not_retried(cluster: Cluster, caplog):

@@ -15,6 +15,7 @@ import urllib.request
 from pathlib import Path
 
 from . import CACHE_DIR, REPO_ROOT
+from .waiting import terminate
 
 TARGETS_SOURCE_DIR = REPO_ROOT / "tests" / "targets"
 TARGETS_BINARY_DIR = CACHE_DIR / "targets"
@@ -96,12 +97,7 @@ class GoTarget:
         if process is None:
             return
         if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            terminate(process, STOP_TIMEOUT_S)
         assert process.stdin is not None
         process.stdin.close()
 

@@ -24,6 +24,7 @@ from kubernetes.client.exceptions import ApiException
 
 from . import CACHE_DIR
 from .ports import free_port
+from .waiting import terminate
 
 KUBE_APISERVER = CACHE_DIR / "bin" / "kube-apiserver"
 ETCD = Path("/usr/bin/etcd")
@@ -64,12 +65,7 @@ class KubeAPIServer:
 
     def stop(self) -> None:
         for process in reversed(self._processes):
-            process.terminate()
-            try:
-                process.wait(STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            terminate(process, STOP_TIMEOUT_S)
         self._processes.clear()
 
     def api_client(self) -> k8s.ApiClient:

@@ -18,6 +18,7 @@ from minio.deleteobjects import DeleteObject
 
 from . import CACHE_DIR
 from .ports import free_port
+from .waiting import terminate
 
 MINIO_BINARY = CACHE_DIR / "bin" / "minio"
 START_TIMEOUT_S = 60.0
@@ -73,12 +74,7 @@ class MinioServer:
         process, self._process = self._process, None
         if process is None or process.poll() is not None:
             return
-        process.terminate()
-        try:
-            process.wait(STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        terminate(process, STOP_TIMEOUT_S)
 
     def kill(self) -> None:
         """SIGKILL the server, as a crash would; `start()` brings it back on the same data."""

@@ -1,4 +1,5 @@
-"""Waiting for a condition a server will come to meet, shared by the tests and the benchmarks."""
+"""Waiting for a condition a server will come to meet, and for a server to stop; shared by the tests and
+the benchmarks."""
 
 from __future__ import annotations
 
@@ -38,3 +39,13 @@ def answers(url: str) -> bool:
 
 def _tail(log: Path | None) -> str:
     return f"\n{log.read_text(errors='replace')[-4000:]}" if log else ""
+
+
+def terminate(process: subprocess.Popen, timeout_s: float) -> None:
+    """SIGTERM the process and wait for it to exit; SIGKILL it if it is still there after `timeout_s`."""
+    process.terminate()
+    try:
+        process.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

@@ -28,6 +28,14 @@ GPERFTOOLS := /usr/lib/x86_64-linux-gnu/libprofiler.so
 DOCKERD := /usr/sbin/dockerd
 DEBOOTSTRAP := /usr/sbin/debootstrap
 
+# Debian packages the tests use, installed when missing: $(call apt_install,PACKAGE,what it is for).
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+define apt_install
+	@echo "make: installing Debian's $(1) for $(2) (apt-get)"
+	@$(SUDO) apt-get update -qq
+	@$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(1) > /dev/null
+endef
+
 .PHONY: deps run test kube-apiserver proto lint helm-docs helm-lint bench bench-quick bench-pipeline bench-demo bench-connect fuzz ui ui-test
 
 deps: $(VENV)/.installed $(MINIO) $(WORKLOAD)
@@ -87,9 +95,7 @@ $(KUBE_APISERVER):
 
 # Debian's etcd, the store kube-apiserver needs in the Kubernetes tests.
 $(ETCD):
-	@echo "make: installing Debian's etcd-server for the Kubernetes tests (apt-get)"
-	@$(if $(filter 0,$(shell id -u)),,sudo) apt-get update -qq
-	@$(if $(filter 0,$(shell id -u)),,sudo) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server > /dev/null
+	$(call apt_install,etcd-server,the Kubernetes tests)
 
 # The chart's README: its values table from the comments of values.yaml (a test fails when it drifts).
 helm-docs: $(VENV)/.installed
@@ -134,34 +140,23 @@ ui-test: $(UI)/node_modules/.installed
 
 # Debian's chromium, which the browser tests drive through Playwright (no browser download).
 $(CHROMIUM):
-	@echo "make: installing Debian's chromium for the browser tests (apt-get; takes a minute or two)"
-	@$(if $(filter 0,$(shell id -u)),,sudo) apt-get update -qq
-	@$(if $(filter 0,$(shell id -u)),,sudo) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium > /dev/null
+	$(call apt_install,chromium,the browser tests; takes a minute or two)
 
 # Debian's debuginfod and gperftools' CPU profiler, for the symbolizer tests (a real debuginfod server, and
 # a real profiler of C programs whose profiles arrive as bare addresses).
 $(DEBUGINFOD):
-	@echo "make: installing Debian's debuginfod for the symbolizer tests (apt-get)"
-	@$(if $(filter 0,$(shell id -u)),,sudo) apt-get update -qq
-	@$(if $(filter 0,$(shell id -u)),,sudo) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debuginfod > /dev/null
+	$(call apt_install,debuginfod,the symbolizer tests)
 
 $(GPERFTOOLS):
-	@echo "make: installing Debian's libgoogle-perftools-dev for the symbolizer tests (apt-get)"
-	@$(if $(filter 0,$(shell id -u)),,sudo) apt-get update -qq
-	@$(if $(filter 0,$(shell id -u)),,sudo) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-		libgoogle-perftools-dev > /dev/null
+	$(call apt_install,libgoogle-perftools-dev,the symbolizer tests)
 
 # Debian's Docker engine (dockerd; the docker client on PATH may be newer) and debootstrap, for the Docker
 # tests: no image registry is reachable, so they build their base images from a debootstrapped Debian.
 $(DOCKERD):
-	@echo "make: installing Debian's docker.io for the Docker tests (apt-get)"
-	@$(if $(filter 0,$(shell id -u)),,sudo) apt-get update -qq
-	@$(if $(filter 0,$(shell id -u)),,sudo) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io > /dev/null
+	$(call apt_install,docker.io,the Docker tests)
 
 $(DEBOOTSTRAP):
-	@echo "make: installing Debian's debootstrap for the Docker tests (apt-get)"
-	@$(if $(filter 0,$(shell id -u)),,sudo) apt-get update -qq
-	@$(if $(filter 0,$(shell id -u)),,sudo) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap > /dev/null
+	$(call apt_install,debootstrap,the Docker tests)
 
 proto: $(VENV)/.installed
 	$(PY) proto/generate.py

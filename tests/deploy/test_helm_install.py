@@ -53,7 +53,7 @@ def test_discovery_install_grants_the_collector_read_access_and_stores_a_config_
         kube_api: KubeAPIServer) -> None:
     objects = _install(kube_api, "fwk", "flamewatch-discovery", "collector.kubernetesDiscovery.enabled=true")
     (role,) = [o for o in objects if o["kind"] == "ClusterRole"]
-    assert {r for rule in role["rules"] for r in rule["resources"]} == {"pods", "services", "endpoints",
+    assert {r for rule in role["rules"] for r in rule["resources"]} == {"pods", "services", "endpoints", "nodes",
                                                                         "endpointslices"}
     configmap = next(o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"].endswith("collector"))
     config = parse_config(configmap["data"]["shard-0.yaml"], "shard-0.yaml")

@@ -88,6 +88,7 @@ def stack(e2e_storage: Storage, debuginfod, tmp_path_factory: pytest.TempPathFac
 
 # ------------------------------------------------------------------------------------------ oracles
 
+UNNAMED = "<a location pprof does not name>"
 _RAW_LOCATION = re.compile(r"^\s+(\d+): 0x[0-9a-f]+ M=\d+ ?(.*)$")
 _RAW_MORE = re.compile(r"^ {13}(\S.*)$")
 _RAW_LINE = re.compile(r"^(\S+) (\S*?):(\d+):\d+ s=\d+$")
@@ -105,7 +106,9 @@ def pprof_local(binary: Path, raw_profile: Path) -> tuple[dict[str, int], dict[s
             samples.append((int(m[2]), [int(x) for x in m[3].split()]))
         elif (m := _RAW_LOCATION.match(line)) and line.startswith("    "):
             current = int(m[1])
-            names[current] = [_line_name(m[2])] if m[2] else []
+            # A location pprof cannot name stays in the stack, unnamed: dropping it would move its samples'
+            # self time onto their caller, which Flamewatch (naming the frame, or showing its address) does not.
+            names[current] = [_line_name(m[2])] if m[2] else [UNNAMED]
         elif (m := _RAW_MORE.match(line)) and current is not None:
             names[current].append(_line_name(m[1]))
     return _cum_self([(v, [n for loc in locs for n in names[loc]]) for v, locs in samples])
@@ -124,7 +127,7 @@ def _cum_self(samples: list[tuple[int, list[str]]]) -> tuple[dict[str, int], dic
             cum[name] += value
         if stack:
             flat[stack[0]] += value
-    return dict(cum), dict(flat)
+    return ({n: v for n, v in cum.items() if n != UNNAMED}, {n: v for n, v in flat.items() if n != UNNAMED})
 
 
 def tree_cum_self(tree: dict) -> tuple[dict[str, int], dict[str, int]]:

@@ -215,6 +215,16 @@ def _pod_target_labels(pod: Any, port_number: int | None, port_protocol: str | N
     return labels
 
 
+def _endpoint_pod_labels(pod: Any, port: Any, seen_pods: dict[str, Any], covered: set[tuple[str, int]]
+                         ) -> dict[str, str]:
+    """The labels of the pod behind an endpoint's address, noting the pod and its port as covered (the
+    pod's other container ports get targets of their own, see `_extra_pod_targets`)."""
+    key = pod.metadata.uid or pod.metadata.name
+    seen_pods[key] = pod
+    covered.add((key, port.port))
+    return _pod_target_labels(pod, port.port, port.protocol)
+
+
 def _extra_pod_targets(seen_pods: Mapping[str, Any], covered: set[tuple[str, int]]) -> list[dict[str, str]]:
     """Container ports of the endpoints' pods that no endpoint names: Prometheus adds them as targets too."""
     targets = []
@@ -265,9 +275,7 @@ def endpointslice_group(eps: Any, pods: PodLookup, services: ServiceLookup) -> T
                 if port.app_protocol:
                     target[prefix + "port_app_protocol"] = port.app_protocol
                 if pod is not None:
-                    seen_pods[pod.metadata.uid or pod.metadata.name] = pod
-                    covered.add((pod.metadata.uid or pod.metadata.name, port.port))
-                    target.update(_pod_target_labels(pod, port.port, port.protocol))
+                    target.update(_endpoint_pod_labels(pod, port, seen_pods, covered))
                 targets.append(target)
     return _group("endpointslice", eps, targets + _extra_pod_targets(seen_pods, covered), labels)
 
@@ -310,9 +318,7 @@ def endpoints_group(endpoints: Any, pods: PodLookup, services: ServiceLookup) ->
                 target.update(_address_labels(address))
                 pod = _pod_of(address.target_ref, namespace, pods)
                 if pod is not None:
-                    seen_pods[pod.metadata.uid or pod.metadata.name] = pod
-                    covered.add((pod.metadata.uid or pod.metadata.name, port.port))
-                    target.update(_pod_target_labels(pod, port.port, port.protocol))
+                    target.update(_endpoint_pod_labels(pod, port, seen_pods, covered))
                 targets.append(target)
     return _group("endpoints", endpoints, targets + _extra_pod_targets(seen_pods, covered), labels)
 

@@ -36,7 +36,7 @@ define apt_install
 	@$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(1) > /dev/null
 endef
 
-.PHONY: deps test-deps run test kube-apiserver proto lint helm-docs helm-lint bench bench-quick bench-pipeline bench-demo bench-connect fuzz ui ui-test
+.PHONY: deps test-deps run test compose-base-images kube-apiserver proto lint helm-docs helm-lint bench bench-quick bench-pipeline bench-demo bench-connect fuzz ui ui-test
 
 # Two installs into the one virtualenv, each with its stamp, each redone when pyproject.toml changes:
 # RUN_ENV is Flamewatch and what running it needs (`make run`, split mode); DEV_ENV adds the test
@@ -165,6 +165,12 @@ $(DEBUGINFOD):
 
 $(GPERFTOOLS):
 	$(call apt_install,libgoogle-perftools-dev,the symbolizer tests)
+
+# For a Docker engine that reaches no image registry: local stand-ins for docker-compose.yml's base images
+# (the ones the Docker tests build: Debian from debootstrap, the host's Node.js and Go, MinIO from source),
+# their tags written into .env, which docker compose reads. Needs a running Docker engine.
+compose-base-images: $(DEBOOTSTRAP) $(MINIO)
+	@$(PYTHON) deploy/compose/base_images.py --env-file .env
 
 # Debian's Docker engine (dockerd; the docker client on PATH may be newer) and debootstrap, for the Docker
 # tests: no image registry is reachable, so they build their base images from a debootstrapped Debian.

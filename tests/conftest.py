@@ -56,6 +56,7 @@ REQUIRED_MARKERS = {
     "docker_base_images": "docker",
     "kube_api": "kubernetes",
     "ui_node_modules": "npm",
+    "debuginfod": "debuginfod",
     "flamewatch_ui": "browser",
     "chromium": "browser",
 }

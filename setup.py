@@ -87,4 +87,5 @@ class SdistWithUI(sdist):
         super().run()
 
 
-setup(cmdclass={"build_py": BuildPyWithUI, "sdist": SdistWithUI})
+if __name__ == "__main__":  # as setuptools runs it; tests import the hook alone
+    setup(cmdclass={"build_py": BuildPyWithUI, "sdist": SdistWithUI})

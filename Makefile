@@ -184,7 +184,7 @@ proto: $(VENV)/.installed
 	$(PY) proto/generate.py
 
 lint: $(VENV)/.installed
-	$(PY) -m ruff check libs services tests bench fuzz proto/generate.py deploy/helm
+	$(PY) -m ruff check libs services tests bench fuzz proto/generate.py deploy/helm deploy/compose setup.py
 
 # The storage benchmark of issue 8 (bench/README.md): real Go profiles as a fleet and a week through the
 # ingester into Postgres and MinIO, compaction, queries; prints the table and writes bench/results/.

@@ -1,6 +1,6 @@
 """A block's entries and per-node sums for given profile rows: what tests read to check a block.
 
-The querier folds a block's `sample_entries` into its path index and never needs them summed per stack
+The querier folds a block's entries (`entry_parts`) into its path index and never needs them summed per stack
 node, so this reading aid lives with the tests rather than in `BlockReader`.
 """
 

@@ -36,14 +36,30 @@ define apt_install
 	@$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(1) > /dev/null
 endef
 
-.PHONY: deps run test kube-apiserver proto lint helm-docs helm-lint bench bench-quick bench-pipeline bench-demo bench-connect fuzz ui ui-test
+.PHONY: deps test-deps run test compose-base-images kube-apiserver proto lint helm-docs helm-lint bench bench-quick bench-pipeline bench-demo bench-connect fuzz ui ui-test
 
-deps: $(VENV)/.installed $(MINIO) $(WORKLOAD)
+# Two installs into the one virtualenv, each with its stamp, each redone when pyproject.toml changes:
+# RUN_ENV is Flamewatch and what running it needs (`make run`, split mode); DEV_ENV adds the test
+# tooling of the `dev` extra (pytest, Playwright, schemata and Kubernetes checks: several times the size).
+RUN_ENV := $(VENV)/.run-installed
+DEV_ENV := $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
-	@echo "make: installing Flamewatch and its Python packages into $(VENV)/ (the first time takes one to two minutes)"
+# What running Flamewatch needs: `make run`, and split mode's processes started by hand.
+deps: $(RUN_ENV) $(WORKLOAD) $(UI_BUILD)
+
+# What the tests and benchmarks need on top.
+test-deps: deps $(DEV_ENV) $(MINIO)
+
+$(RUN_ENV): pyproject.toml
+	@echo "make: installing Flamewatch and the Python packages it runs on into $(VENV)/ (the first time takes about a minute)"
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	@$(PY) -m pip install -q --disable-pip-version-check -e '.[dev]'
+	@$(PY) -m pip install --disable-pip-version-check --progress-bar on -e .
+	@touch $@
+
+# After the run install (order-only: never both pip runs at once under make -j), so only the extra is fetched.
+$(DEV_ENV): pyproject.toml | $(RUN_ENV)
+	@echo "make: adding the test tooling (the dev extra of pyproject.toml) to $(VENV)/ (the first time takes about two minutes)"
+	@$(PY) -m pip install --disable-pip-version-check --progress-bar on -e '.[dev]'
 	@touch $@
 
 # The S3 server the tests run against, built from source with the Go toolchain and cached.
@@ -112,13 +128,13 @@ $(WORKLOAD): tests/targets/workload/go.mod $(wildcard tests/targets/workload/*.g
 
 # Flamewatch on its embedded defaults (data under ./data) with the demo program on :6060; Ctrl-C stops both.
 # Flamewatch prints its address once it answers.
-run: $(VENV)/.installed $(WORKLOAD) $(UI_BUILD)
+run: deps
 	@echo "make: starting the demo program on :6060 (log in $(CACHE)/demo.log) and Flamewatch on :8080"
 	@$(WORKLOAD) -addr 127.0.0.1:6060 > $(CACHE)/demo.log 2>&1 & \
 	demo=$$!; trap 'kill $$demo 2>/dev/null' EXIT INT TERM; \
 	$(VENV)/bin/flamewatch all --config.file examples/flamewatch.yaml
 
-test: deps $(HELM) $(KUBE_APISERVER) $(ETCD) $(UI_BUILD) $(CHROMIUM) $(DEBUGINFOD) $(GPERFTOOLS) $(DOCKERD) \
+test: test-deps $(HELM) $(KUBE_APISERVER) $(ETCD) $(UI_BUILD) $(CHROMIUM) $(DEBUGINFOD) $(GPERFTOOLS) $(DOCKERD) \
 		$(DEBOOTSTRAP) $(COMPOSE) ui-test
 	$(PY) -m pytest $(PYTEST_ARGS)
 
@@ -150,6 +166,12 @@ $(DEBUGINFOD):
 $(GPERFTOOLS):
 	$(call apt_install,libgoogle-perftools-dev,the symbolizer tests)
 
+# For a Docker engine that reaches no image registry: local stand-ins for docker-compose.yml's base images
+# (the ones the Docker tests build: Debian from debootstrap, the host's Node.js and Go, MinIO from source),
+# their tags written into .env, which docker compose reads. Needs a running Docker engine.
+compose-base-images: $(DEBOOTSTRAP) $(MINIO)
+	@$(PYTHON) deploy/compose/base_images.py --env-file .env
+
 # Debian's Docker engine (dockerd; the docker client on PATH may be newer) and debootstrap, for the Docker
 # tests: no image registry is reachable, so they build their base images from a debootstrapped Debian.
 $(DOCKERD):
@@ -162,24 +184,24 @@ proto: $(VENV)/.installed
 	$(PY) proto/generate.py
 
 lint: $(VENV)/.installed
-	$(PY) -m ruff check libs services tests bench fuzz proto/generate.py deploy/helm
+	$(PY) -m ruff check libs services tests bench fuzz proto/generate.py deploy/helm deploy/compose setup.py
 
 # The storage benchmark of issue 8 (bench/README.md): real Go profiles as a fleet and a week through the
 # ingester into Postgres and MinIO, compaction, queries; prints the table and writes bench/results/.
 # Runs niced (the machine is shared); about 20 minutes, bench-quick about 3.
-bench: deps
+bench: test-deps
 	nice $(PY) bench/storage.py
 
-bench-quick: deps
+bench-quick: test-deps
 	nice $(PY) bench/storage.py --quick
 
 # The earlier figures: pprof decode, ingest and merge of synthetic profiles, the collector's own cost.
-bench-pipeline: deps
+bench-pipeline: test-deps
 	$(PY) bench/run.py
 	$(PY) bench/collector.py
 
 # What Pyroscope's Connect protocol adds to a flamegraph query over /api/v1/query (about 2 minutes each).
-bench-connect: deps
+bench-connect: test-deps
 	nice $(PY) bench/connect_latency.py
 	nice $(PY) bench/connect_latency.py --synthetic --sources 8
 
@@ -196,5 +218,5 @@ $(VENV)/.fuzz-installed: pyproject.toml $(VENV)/.installed
 # What `make run` costs Flamewatch itself: its CPU and memory, the embedded Postgres's and the demo's,
 # over DEMO_MINUTES (see bench/demo_cost.py for the variants that attribute the cost).
 DEMO_MINUTES ?= 10
-bench-demo: deps $(WORKLOAD)
+bench-demo: deps
 	$(PY) bench/demo_cost.py --minutes $(DEMO_MINUTES)

@@ -70,7 +70,13 @@ def entries_of(profiles: list[bytes]) -> list:
 def read_all(module, data: bytes) -> int:
     reader = module.BlockReader(data)
     names = reader.node_names
-    values = reader.node_values(np.arange(reader.profiles.num_rows))
+    rows = np.arange(reader.profiles.num_rows)
+    if hasattr(reader, "sample_entries"):  # v2; v1 readers have `entries`
+        _, nodes, _, entry_values = reader.sample_entries(rows)
+    else:
+        nodes, entry_values = reader.entries(rows)
+    values = np.zeros(len(reader.node_parent), entry_values.dtype)
+    np.add.at(values, nodes, entry_values)
     return len(names) + int(values.sum() != 0)
 
 

@@ -15,6 +15,7 @@ Tests declare what they touch with markers, and using a fixture without its mark
 | `helm_binary` | session | `helm` | Path of the `helm` binary `make` built into `.cache/bin` (see `infra.helm`) |
 | `docker_engine`, `docker_base_images` | session | `docker` | in `tests/deploy/conftest.py` (see `infra.docker`) |
 | `kube_api` | session | `kubernetes` | a running `infra.kubeapi.KubeAPIServer`: etcd + kube-apiserver, `kubeconfig` |
+| `ui_node_modules` | session | `npm` | Path of the UI's `node_modules`, installed by `make` (`npm ci`) |
 
 `minio` has `endpoint` ("127.0.0.1:PORT"), `access_key`, `secret_key`, `client()`, and `stop()` / `start()`,
 which bring it down and back on the same port with the same data. Postgres is the server named by
@@ -54,6 +55,8 @@ REQUIRED_MARKERS = {
     "docker_engine": "docker",
     "docker_base_images": "docker",
     "kube_api": "kubernetes",
+    "ui_node_modules": "npm",
+    "debuginfod": "debuginfod",
     "flamewatch_ui": "browser",
     "chromium": "browser",
 }
@@ -190,3 +193,14 @@ def helm_binary() -> Path:
 def kube_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeAPIServer]:
     with KubeAPIServer(tmp_path_factory.mktemp("kube")) as server:
         yield server
+
+
+# The web UI's npm packages
+
+
+@pytest.fixture(scope="session")
+def ui_node_modules() -> Path:
+    path = Path(__file__).resolve().parents[1] / "services" / "frontend" / "ui" / "node_modules"
+    if not (path / ".installed").is_file():
+        pytest.fail(f"{path} is not installed: `make ui` installs it (npm ci)", pytrace=False)
+    return path

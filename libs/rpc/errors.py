@@ -105,15 +105,6 @@ _TABLE: list[tuple[type[BaseException], Status]] = [
 ]
 _INTERNAL = Status(grpc.StatusCode.INTERNAL, 500)
 
-_HTTP_OF_GRPC = {
-    grpc.StatusCode.INVALID_ARGUMENT: 400,
-    grpc.StatusCode.NOT_FOUND: 404,
-    grpc.StatusCode.RESOURCE_EXHAUSTED: 413,
-    grpc.StatusCode.UNAVAILABLE: 503,
-    grpc.StatusCode.DATA_LOSS: 500,
-    grpc.StatusCode.UNIMPLEMENTED: 501,
-    grpc.StatusCode.DEADLINE_EXCEEDED: 504,
-}
 # Connect's HTTP status of each code (its protocol specification); codes not listed answer 500.
 _CONNECT_HTTP = {
     grpc.StatusCode.CANCELLED: 499,
@@ -144,10 +135,6 @@ def status_of(exc: BaseException) -> Status:
 
 def count_error(status: Status) -> None:
     ERRORS.labels(status.grpc_code.name).inc()
-
-
-def http_status_of_grpc(code: grpc.StatusCode) -> int:
-    return _HTTP_OF_GRPC.get(code, 500)
 
 
 @dataclass(frozen=True)

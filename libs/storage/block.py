@@ -398,19 +398,6 @@ class BlockReader:
             return owner, take(nodes), picked_sets, take(values)
         return owner, take(nodes), picked_sets, take(values) * np.repeat(np.asarray(weights, np.float64)[pick], counts)
 
-    def entries(self, rows: np.ndarray, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """(stack node, self value) of every entry of the given profile rows; values float64 when weighted.
-        A node appears once per label set it has values under."""
-        _, nodes, _, values = self.sample_entries(rows, weights)
-        return nodes, values
-
-    def node_values(self, rows: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
-        """Self value per stack node summed over profile rows; float64 when weighted."""
-        nodes, values = self.entries(rows, weights)
-        out = np.zeros(len(self.node_parent), values.dtype)
-        np.add.at(out, nodes, values)
-        return out
-
     # -------------------------------------------------------------------------------------- symbols
 
     @cached_property

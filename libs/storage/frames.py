@@ -12,53 +12,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from flamewatch.pprof.model import Profile
 from flamewatch.pprof.wire import expand_ranges
-
-
-@dataclass(frozen=True, eq=False)
-class Frames:
-    """One profile's frames and its samples' stacks as frame indices, leaf first."""
-
-    function: np.ndarray  # int64 row in profile.functions, -1 when the location has no line
-    line: np.ndarray  # int64
-    address: np.ndarray  # uint64
-    mapping: np.ndarray  # int64 row in profile.mappings, -1 for none
-    sample_offsets: np.ndarray  # int64 [n + 1]
-    sample_frames: np.ndarray  # int64 frame indices
 
 
 def rows_of(ids: np.ndarray, table_ids: np.ndarray) -> np.ndarray:
     """Row of each id in a table of unique ids (validated beforehand to exist)."""
     order = np.argsort(table_ids, kind="stable")
     return order[np.searchsorted(table_ids, ids, sorter=order)]
-
-
-def profile_frames(p: Profile) -> Frames:
-    loc = p.locations
-    nlines = np.diff(loc.line_offsets)
-    per_location = np.maximum(nlines, 1)  # a location without lines is one address-only frame
-    first_frame = np.cumsum(per_location) - per_location
-    has_line = np.repeat(nlines > 0, per_location)
-    line_index = np.where(has_line, expand_ranges(loc.line_offsets[:-1], per_location), 0)
-    owner = np.repeat(np.arange(len(loc)), per_location)
-    function = np.full(len(owner), -1, np.int64)
-    if has_line.any():
-        function[has_line] = rows_of(loc.line_function_id[line_index[has_line]], p.functions.id)
-    mapping = np.full(len(loc), -1, np.int64)
-    mapped = loc.mapping_id != 0
-    mapping[mapped] = rows_of(loc.mapping_id[mapped], p.mappings.id)
-    sample_loc = rows_of(p.samples.locations, loc.id)
-    counts = per_location[sample_loc]
-    running = np.concatenate([[0], np.cumsum(counts)])
-    return Frames(
-        function=function,
-        line=np.where(has_line, loc.line_line[line_index] if len(loc.line_line) else 0, 0),
-        address=loc.address[owner],
-        mapping=mapping[owner],
-        sample_offsets=running[p.samples.offsets],
-        sample_frames=expand_ranges(first_frame[sample_loc], counts),
-    )
 
 
 def forest_depths(parent: np.ndarray) -> np.ndarray:

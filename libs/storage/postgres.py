@@ -410,19 +410,6 @@ def ensure_day_partition(conn: psycopg.Connection, day_start_ns: int) -> str:
     return name
 
 
-def drop_partitions_before(conn: psycopg.Connection, day_ns: int) -> list[str]:
-    """Drop every day partition that ends at or before `day_ns`; returns the dropped names."""
-    dropped = []
-    for name, day in day_partitions(conn):
-        if _day_start_ns(day) + _DAY_NS <= day_ns:
-            with conn.transaction():
-                conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(name)))
-            forget_partition(conn, name)
-            logger.info("dropped partition %s", name)
-            dropped.append(name)
-    return dropped
-
-
 def vacuum(db: Database, table: str, full: bool = False, lock_timeout_s: float = 2.0) -> bool:
     """VACUUM a table (FULL: rewrite it, returning all dead space to the system), waiting at most
     `lock_timeout_s` for its lock so readers are never held up behind it; returns whether it ran."""

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections import deque
 from dataclasses import dataclass
 
@@ -57,7 +56,6 @@ class Sender:
         self._ready = asyncio.Event()
         self._channel: grpc.aio.Channel | None = None
         self._inflight = 0
-        self._drops_unlogged, self._last_drop_log = 0, 0.0
 
     def submit(self, labels: dict[str, str], raw: bytes) -> None:
         if len(self._queue) >= self._queue_size:
@@ -78,13 +76,8 @@ class Sender:
                       exc.details(), wait_s)
 
     def _log_drop(self) -> None:
-        """One line at most every 10 s, counting the drops since the last one."""
-        self._drops_unlogged += 1
-        now = time.monotonic()
-        if now - self._last_drop_log >= 10:
-            log.warning("the ingester at %s is not keeping up: dropped the %d oldest queued profiles "
-                        "(the queue holds %d)", self._address, self._drops_unlogged, self._queue_size)
-            self._drops_unlogged, self._last_drop_log = 0, now
+        _rate_log.log(logging.WARNING, f"{self._address} queue full", "the ingester at %s is not keeping up: "
+                      "dropped the oldest queued profile (the queue holds %d)", self._address, self._queue_size)
 
     async def run(self) -> None:
         """Send until cancelled, with several pushes in flight: each waits about a flush interval for

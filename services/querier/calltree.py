@@ -40,22 +40,6 @@ class CallTree:
 
 
 @dataclass(frozen=True)
-class TreePart:
-    """One block's stack tree with the values of the selected profiles summed per node.
-
-    parent[i] < i and node 0 is the root; `key` is each node's frame name (the root's is ignored), or,
-    when `names` is given, each node's index into that table. Blocks pass indices and their depths:
-    both are fixed per block and cached, so a query does not re-intern millions of per-node strings.
-    """
-
-    parent: np.ndarray
-    key: np.ndarray
-    self_value: np.ndarray
-    names: np.ndarray | None = None
-    depth: np.ndarray | None = None
-
-
-@dataclass(frozen=True)
 class Layout:
     """Where each node sits when children are laid side by side inside their parent."""
 
@@ -129,18 +113,6 @@ def compact_names(tree: CallTree) -> tuple[np.ndarray, np.ndarray]:
 # --- merging ------------------------------------------------------------------------------------------
 
 
-def merge_trees(parts: Sequence[TreePart]) -> CallTree:
-    """Merge per-block stack trees into one tree; nodes with the same path of names become one node.
-
-    Subtrees without any non-zero value are dropped before merging: a block's stack tree covers all of
-    its profiles, and the stacks of unselected profiles would only cost time and output size. The
-    merged name table is sorted and node ids grow with depth, siblings in name order.
-    """
-    dtype = np.result_type(np.int64, *(p.self_value.dtype for p in parts))
-    columns = [np.asarray(p.self_value, dtype)[:, None] for p in parts]
-    return _merge(parts, columns, dtype)[0]
-
-
 def align_trees(trees: Sequence[CallTree]) -> tuple[CallTree, np.ndarray]:
     """The union of the trees' paths, and per node one self-value column per input tree.
 
@@ -148,8 +120,7 @@ def align_trees(trees: Sequence[CallTree]) -> tuple[CallTree, np.ndarray]:
     """
     dtype = np.result_type(np.int64, *(t.self_value.dtype for t in trees))
     columns = [_one_hot_column(t.self_value.astype(dtype), i, len(trees)) for i, t in enumerate(trees)]
-    parts = [TreePart(t.parent, t.name, t.self_value, names=np.asarray(t.names, dtype=object)) for t in trees]
-    return _merge(parts, columns, dtype)
+    return _merge(trees, columns, dtype)
 
 
 def _one_hot_column(values: np.ndarray, column: int, width: int) -> np.ndarray:
@@ -159,22 +130,22 @@ def _one_hot_column(values: np.ndarray, column: int, width: int) -> np.ndarray:
 
 
 def _merge(
-    parts: Sequence[TreePart], columns: Sequence[np.ndarray], dtype: np.dtype
+    trees: Sequence[CallTree], columns: Sequence[np.ndarray], dtype: np.dtype
 ) -> tuple[CallTree, np.ndarray]:
-    """The merged tree and its per-node value columns; the tree's self value is the columns' sum."""
-    if not parts:
+    """The merged tree and its per-node value columns; the tree's self value is the columns' sum.
+
+    Subtrees without any non-zero value are dropped; the merged name table is sorted and node ids grow
+    with depth, siblings in name order.
+    """
+    if not trees:
         return _root_only(dtype), np.zeros((1, 0), dtype)
-    parent = _concat_forest([p.parent for p in parts])
+    parent = _concat_forest([t.parent for t in trees])
     values = np.concatenate(columns)
-    known = all(p.depth is not None for p in parts)
-    by_depth = depth_levels(np.concatenate([p.depth for p in parts]) if known else parent_depths(parent))
+    by_depth = depth_levels(parent_depths(parent))
     keep = subtree_sums(parent, by_depth, (values != 0).any(axis=1).astype(np.int64)) > 0
     keep[by_depth[0]] = True
     by_depth = [level[keep[level]] for level in by_depth]
-    if all(p.names is not None for p in parts):
-        names, name_id = _intern_tables(parts, by_depth[0])
-    else:
-        names, name_id = _intern_kept([p.key for p in parts], keep, by_depth[0])
+    names, name_id = _intern_tables(trees, by_depth[0])
     m_parent, m_name, ids = _merge_paths(parent, name_id, by_depth, len(names))
     merged = np.zeros((len(m_parent), values.shape[1]), dtype)
     kept = np.flatnonzero(keep)
@@ -190,26 +161,14 @@ def _concat_forest(parents: Sequence[np.ndarray]) -> np.ndarray:
     return np.where(parent < 0, -1, parent + offsets)
 
 
-def _intern_tables(parts: Sequence[TreePart], roots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Name ids when every part indexes its own name table: intern the small tables, not the nodes."""
-    tables = [np.asarray(p.names, dtype=object) for p in parts]
+def _intern_tables(trees: Sequence[CallTree], roots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Name ids in one table: intern the trees' small name tables, not the nodes; roots are "total"."""
+    tables = [np.asarray(t.names, dtype=object) for t in trees]
     names, ids = intern(np.append(np.concatenate(tables), ROOT_NAME))
     base = np.cumsum([0] + [len(t) for t in tables])
-    name_id = np.concatenate([ids[b + np.maximum(np.asarray(p.key, np.int64), 0)] if len(t) else
-                              np.full(len(p.key), ids[-1]) for p, t, b in zip(parts, tables, base)])
+    name_id = np.concatenate([ids[b + np.maximum(np.asarray(t.name, np.int64), 0)] if len(table) else
+                              np.full(len(t.name), ids[-1]) for t, table, b in zip(trees, tables, base)])
     name_id[roots] = ids[-1]
-    return names, name_id
-
-
-def _intern_kept(keys: Sequence[np.ndarray], keep: np.ndarray, roots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Name ids for kept nodes; roots are named "total" whatever their key says."""
-    key = np.concatenate([np.asarray(k, dtype=object) for k in keys])
-    keep = keep.copy()
-    keep[roots] = False
-    kept = np.flatnonzero(keep)
-    names, ids = intern(np.append(key[kept], ROOT_NAME))
-    name_id = np.full(len(key), ids[-1], np.int64)
-    name_id[kept] = ids[:-1]
     return names, name_id
 
 

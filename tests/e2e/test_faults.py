@@ -413,6 +413,7 @@ def full_disk_cluster(stoppable_postgres: PostgresProcess, e2e_storage: Storage,
         assert set(codes.values()) <= {0}, codes
 
 
+@pytest.mark.root
 def test_a_full_disk_answers_503_logged_once_per_interval_and_loses_nothing(full_disk_cluster, body, window, unit):
     disk, objects = full_disk_cluster
     fault = "full-disk"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.go]
+pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.go, pytest.mark.root]  # unshare --net
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"

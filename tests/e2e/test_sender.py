@@ -101,3 +101,5 @@ def test_when_the_ingester_stays_down_the_oldest_profiles_are_dropped(caplog):
     assert dropped("queue_full") - full == 3
     assert pending == 4  # the 4 newest, in flight and retrying
     assert caplog.text.count("is not keeping up") == 1  # one line, not one per drop
+    assert f"the ingester at {address} is not keeping up: dropped the oldest queued profile (the queue holds 4)" \
+        in caplog.text

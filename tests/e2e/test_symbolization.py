@@ -29,7 +29,7 @@ from infra.gotargets import TARGETS_SOURCE_DIR, GoTarget
 from flamewatch.api.flamewatch.v1 import query_pb2, query_pb2_grpc, symbolizer_pb2, symbolizer_pb2_grpc, types_pb2
 from flamewatch.api.perftools.profiles import profile_pb2
 
-pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.s3, pytest.mark.go]
+pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.s3, pytest.mark.go, pytest.mark.debuginfod]
 
 CPU = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
 NAMED_WITHIN_S = 20.0  # the querier asks again for objects it found no debug information for after 5 s
@@ -168,6 +168,7 @@ def query_until(stack: Stack, service_name: str, done, granularity: str = "lines
 # ------------------------------------------------------------------------------------------ C programs
 
 
+@pytest.mark.gcc
 def test_c_profile_named_after_debuginfo_upload_as_pprof_local_names_it(stack: Stack, tmp_path: Path):
     binary = native.build_c("burn", "-O1", "-DNO_INLINE", "-DVARIANT=1")
     raw, pprof = native.profile(binary.stripped, 1.0, tmp_path)
@@ -194,6 +195,7 @@ def test_c_profile_named_after_debuginfo_upload_as_pprof_local_names_it(stack: S
         assert fn_cum[name] == sum(v for n, v in want_cum.items() if n.split()[0] == name)
 
 
+@pytest.mark.gcc
 def test_c_profile_named_through_debuginfod_with_nothing_uploaded(stack: Stack, debuginfod, tmp_path: Path):
     server, served = debuginfod
     binary = native.build_c("burn", "-O1", "-DNO_INLINE", "-DVARIANT=2")
@@ -213,6 +215,7 @@ def test_c_profile_named_through_debuginfod_with_nothing_uploaded(stack: Stack, 
     assert (exists.exists, exists.source) == (True, server.url)
 
 
+@pytest.mark.gcc
 def test_inlined_function_is_a_frame_of_its_own(stack: Stack, tmp_path: Path):
     binary = native.build_c("burn", "-O2", "-DVARIANT=4")  # mix is inlined into hash_loop
     _, pprof = native.profile(binary.stripped, 1.0, tmp_path)
@@ -225,6 +228,7 @@ def test_inlined_function_is_a_frame_of_its_own(stack: Stack, tmp_path: Path):
     assert parents["hash_loop"] == {"main"}
 
 
+@pytest.mark.gcc
 def test_symbolizer_outage_answers_with_addresses_and_says_partial(stack: Stack, tmp_path: Path):
     binary = native.build_c("burn", "-O1", "-DNO_INLINE", "-DVARIANT=3")
     _, pprof = native.profile(binary.stripped, 1.0, tmp_path)
@@ -273,6 +277,7 @@ def test_go_binary_without_dwarf_named_from_its_line_table(stack: Stack, tmp_pat
 # ------------------------------------------------------------------------------------------ bad input
 
 
+@pytest.mark.gcc
 def test_upload_of_a_file_that_is_not_elf_is_refused_with_its_reason(stack: Stack, tmp_path: Path):
     not_elf = tmp_path / "notes.txt"
     not_elf.write_text("hello")
@@ -287,6 +292,7 @@ def test_upload_of_a_file_that_is_not_elf_is_refused_with_its_reason(stack: Stac
     assert "truncated is a truncated ELF file" in raised.value.details()
 
 
+@pytest.mark.gcc
 def test_debug_file_of_another_build_is_refused(stack: Stack, tmp_path: Path):
     one = native.build_c("burn", "-O1", "-DVARIANT=5")
     other = native.build_c("burn", "-O1", "-DVARIANT=6")

@@ -233,7 +233,7 @@ def base_images() -> dict[str, str]:
     debian = debian_image()
     ca = {"ca-certificates.crt": HOST_CA_BUNDLE}
     if not MINIO_BINARY.exists():
-        raise DockerError(f"{MINIO_BINARY} is missing: `make deps` builds it")
+        raise DockerError(f"{MINIO_BINARY} is missing: `make test-deps` builds it")
     return {
         "FLAMEWATCH_PYTHON_IMAGE": build_image("python", debian, ca),
         "FLAMEWATCH_NODE_IMAGE": build_image("node", debian, {**ca, "node": HOST_NODE, "npm": HOST_NPM}),

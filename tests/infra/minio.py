@@ -1,6 +1,6 @@
 """A MinIO server process for the tests.
 
-The binary is built by `make deps` (`go install github.com/minio/minio@<pinned>`) into `.cache/bin`.
+The binary is built by `make test-deps` (`go install github.com/minio/minio@<pinned>`) into `.cache/bin`.
 `stop()` (or `kill()`, a crash) and `start()` can be called repeatedly: the server comes back on the same
 port with the same data directory, so tests can take the object store away in the middle of a write and restore it.
 """
@@ -37,7 +37,7 @@ class MinioServer:
         secret_key: str = "flamewatch-secret",
     ) -> None:
         if not binary.is_file():
-            raise FileNotFoundError(f"MinIO binary not found at {binary}: run `make deps` to build it")
+            raise FileNotFoundError(f"MinIO binary not found at {binary}: run `make test-deps` to build it")
         self.binary = binary
         self.data_dir = workdir / "data"
         self.log_path = workdir / "minio.log"

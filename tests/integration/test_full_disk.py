@@ -9,6 +9,7 @@ from flamewatch.storage.errors import StorageFull, StorageUnavailable
 from flamewatch.storage.filesystem import FilesystemObjectStore
 
 
+@pytest.mark.root
 def test_a_full_disk_raises_storage_full_naming_the_directory_and_the_key(tmp_path: Path) -> None:
     with tmpfs.mounted(tmp_path / "objects", "1m") as root:
         store = FilesystemObjectStore(root)

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from infra import gotool
+from infra.blocknodes import node_values
 from infra.gotargets import SAMPLE_TYPES, SCRAPE_NAMES
 
 from flamewatch.api.flamewatch.v1 import pprof_envelope_pb2
@@ -21,7 +22,7 @@ from flamewatch.config import IngestLimits
 from flamewatch.ingester.prepare import prepare
 from flamewatch.pprof import Profile, decode, encode, profile_name, validate
 from flamewatch.storage.block import BlockReader, write_block
-from flamewatch.storage.frames import profile_frames
+from flamewatch.storage.symbols import profile_part, sample_frames
 
 pytestmark = pytest.mark.go
 
@@ -42,18 +43,21 @@ def function_values(p: Profile, column: int) -> dict[str, tuple[int, int]]:
     A sample's value is flat for its leaf-most frame (the innermost inlined function of its first
     location) and cum once for every distinct function on its stack.
     """
-    frames = profile_frames(p)
-    names = np.empty(len(frames.function), object)
-    known = frames.function >= 0
-    names[known] = p.strings[p.functions.name[frames.function[known]]]
-    names[~known] = np.char.add("0x", np.char.mod("%x", frames.address[~known]))
+    part = profile_part(p)
+    offsets, frames = sample_frames(p)
+    has_line = np.diff(part.line_offsets)[part.frame_location] > 0
+    line = part.line_offsets[part.frame_location] + part.frame_line
+    names = np.empty(len(part.frame_location), object)
+    names[has_line] = p.strings[p.functions.name[part.line_function[line[has_line]]]]
+    addresses = p.locations.address[part.frame_location[~has_line]]
+    names[~has_line] = np.char.add("0x", np.char.mod("%x", addresses))
     unique, name_of_frame = np.unique(names, return_inverse=True)
-    stack_names = name_of_frame[frames.sample_frames]
-    depth = np.diff(frames.sample_offsets)
+    stack_names = name_of_frame[frames]
+    depth = np.diff(offsets)
     values = p.samples.values[:, column]
     flat = np.zeros(len(unique), np.int64)
     leaf = depth > 0
-    np.add.at(flat, stack_names[frames.sample_offsets[:-1][leaf]], values[leaf])
+    np.add.at(flat, stack_names[offsets[:-1][leaf]], values[leaf])
     sample_of_frame = np.repeat(np.arange(len(depth)), depth)
     pairs = np.unique(sample_of_frame * len(unique) + stack_names)  # each function once per sample
     cum = np.zeros(len(unique), np.int64)
@@ -156,7 +160,7 @@ def test_block_gives_go_tool_pprofs_flat_values_and_totals(block, go_profile_fil
     reader, rows = block
     totals = reader.profiles.column("total").to_pylist()
     for row, (name, column) in enumerate(rows):
-        self_values = reader.node_values(np.array([row]))
+        self_values = node_values(reader, np.array([row]))
         assert int(self_values.sum()) == totals[row] == pprof_total(go_profile_files[name], column), (name, column)
         flat = np.zeros(len(self_values), np.int64)
         flat[1:] = self_values[1:]  # node 0 holds samples with an empty stack, which no function owns

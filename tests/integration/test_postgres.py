@@ -19,7 +19,6 @@ from flamewatch.storage.postgres import (
     Database,
     PostgresConfig,
     day_partitions,
-    drop_partitions_before,
     ensure_day_partition,
     migrate,
     migrations,
@@ -138,17 +137,6 @@ def test_known_partitions_are_not_created_again(db: Database, postgres_dsn: str)
         with psycopg.connect(postgres_dsn) as other:  # holds the lock a creation would need
             other.execute("LOCK TABLE block_series IN ACCESS EXCLUSIVE MODE")
             assert ensure_day_partition(conn, NOV_14_NS + 3600 * 10**9) == "block_series_20231114"
-
-
-def test_drop_partitions_before_removes_whole_days_only(db: Database) -> None:
-    with db.connection() as conn:
-        for day in range(3):
-            ensure_day_partition(conn, NOV_14_NS + day * DAY_NS)
-        conn.commit()
-        assert drop_partitions_before(conn, NOV_14_NS + DAY_NS + 1) == ["block_series_20231114"]
-        assert [name for name, _ in day_partitions(conn)] == ["block_series_20231115", "block_series_20231116"]
-        assert ensure_day_partition(conn, NOV_14_NS) == "block_series_20231114"  # the cache forgot it
-        assert partition_of(conn, NOV_14_NS) == "block_series_20231114"
 
 
 # Failures

@@ -8,6 +8,7 @@ import gzip
 import shutil
 from pathlib import Path
 
+import pytest
 from infra import native
 
 from flamewatch.pprof import decode, split, validate
@@ -44,6 +45,7 @@ def _names(step: Symbolization, reader: BlockReader) -> set[str]:
     return set(step.chains(reader).names.tolist())
 
 
+@pytest.mark.gcc
 def test_answers_dropped_at_the_memory_bound_are_asked_for_again(tmp_path: Path):
     binary = native.build_c("burn", "-O1", "-DNO_INLINE", "-DVARIANT=12")
     other = native.build_c("burn", "-O2", "-DVARIANT=13")

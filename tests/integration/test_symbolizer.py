@@ -66,6 +66,7 @@ def _addr2line(binary: Path, addresses: list[int]) -> list[list[tuple[str, str, 
 
 @pytest.mark.parametrize("flags", [("-O2",), ("-O2", "-no-pie"), ("-O2", "-shared", "-fPIC")],
                          ids=["pie", "classic-executable", "shared-library"])
+@pytest.mark.gcc
 def test_frames_and_inlined_frames_match_addr2line(tmp_path: Path, flags: tuple[str, ...]):
     binary = native.build_c("burn", *flags, "-DVARIANT=7")
     s = _symbolizer(tmp_path)
@@ -84,6 +85,7 @@ def test_frames_and_inlined_frames_match_addr2line(tmp_path: Path, flags: tuple[
     assert any(len(want[i]) > 1 and want[i][0][0] == "mix" for i in named)  # inlined frames were checked
 
 
+@pytest.mark.gcc
 def test_debug_file_alone_names_what_the_executable_names(tmp_path: Path):
     binary = native.build_c("burn", "-O2", "-DVARIANT=8")
     address, offset, size = _text_range(binary.path)
@@ -102,6 +104,7 @@ def test_debug_file_alone_names_what_the_executable_names(tmp_path: Path):
     assert again.locations == want.locations
 
 
+@pytest.mark.gcc
 def test_bad_uploads_are_refused_with_what_is_wrong(tmp_path: Path):
     s = _symbolizer(tmp_path)
     data = native.build_c("burn", "-O1", "-DVARIANT=9").path.read_bytes()
@@ -132,6 +135,8 @@ def test_unknown_objects_are_not_found(tmp_path: Path):
     assert [r.status for r in results] == [NOT_FOUND, NOT_FOUND]
 
 
+@pytest.mark.gcc
+@pytest.mark.debuginfod
 def test_debuginfod_is_asked_once_for_a_missing_build_id_until_the_negative_cache_expires(tmp_path: Path):
     binary = native.build_c("burn", "-O1", "-DVARIANT=10")
     served = tmp_path / "served"
@@ -155,6 +160,8 @@ def test_debuginfod_is_asked_once_for_a_missing_build_id_until_the_negative_cach
             client.close()
 
 
+@pytest.mark.gcc
+@pytest.mark.debuginfod
 def test_debuginfod_debug_file_takes_its_load_segments_from_the_served_executable(tmp_path: Path):
     binary = native.build_c("burn", "-O2", "-DVARIANT=11")
     served = tmp_path / "served"

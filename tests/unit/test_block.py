@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from infra.blocknodes import entries, node_values
 from infra.stringtable import interner
 
 from flamewatch.api.perftools.profiles import profile_pb2 as pb
@@ -122,7 +123,7 @@ def test_sources_sharing_symbols_are_stored_once():
     assert sorted(reader.location_table()["name"].tolist()) == ["compute", "gc", "io", "main", "sqrt", "work"]
     # the tree holds each distinct path once: main, main/work, main/work/compute, .../sqrt, gc, main/io
     assert len(reader.node_parent) == 1 + 6
-    assert paths(reader, reader.node_values(np.arange(3))) == {
+    assert paths(reader, node_values(reader, np.arange(3))) == {
         ("main", "work"): 1 + 6 + 8, ("main", "work", "compute", "sqrt"): 2 + 5, ("gc",): 3 + 4, ("main", "io"): 7,
     }
 
@@ -131,7 +132,7 @@ def test_inlined_frames_expand_into_the_stack():
     # One location holds three lines: inner was inlined into middle, which was inlined into outer.
     ref = build([[("inner", "middle", "outer"), "main"]], [[7]])
     reader = BlockReader(write_block([entry(t) for t in typed(ref)]))
-    assert paths(reader, reader.node_values(np.array([0]))) == {("main", "outer", "middle", "inner"): 7}
+    assert paths(reader, node_values(reader, np.array([0]))) == {("main", "outer", "middle", "inner"): 7}
     assert len(reader.node_parent) == 5
     table = reader.location_table()
     rows = {name: i for i, name in enumerate(table["name"].tolist())}
@@ -145,22 +146,22 @@ def test_inlined_frames_expand_into_the_stack():
     assert int(table["address"][rows["main"]]) == address_of(("main",))
 
 
-def test_node_values_sums_the_selected_rows_and_weights_them():
+def test_entries_of_selected_rows_sum_per_node_and_are_weighted():
     first = typed(build([["a", "main"], ["b", "main"]], [[10, 1], [20, 2]],
                         sample_types=(("cpu", "nanoseconds"), ("samples", "count"))))
     second = typed(build([["a", "main"], ["c"]], [[100], [300]], id_base=40))
     reader = BlockReader(write_block([entry(first[0]), entry(first[1]), entry(second[0])]))
     row0 = {("main", "a"): 10, ("main", "b"): 20}
     row2 = {("main", "a"): 100, ("c",): 300}
-    assert paths(reader, reader.node_values(np.array([0]))) == row0
-    assert paths(reader, reader.node_values(np.array([1]))) == {("main", "a"): 1, ("main", "b"): 2}
-    assert paths(reader, reader.node_values(np.array([2]))) == row2
-    both = reader.node_values(np.array([0, 2]))
+    assert paths(reader, node_values(reader, np.array([0]))) == row0
+    assert paths(reader, node_values(reader, np.array([1]))) == {("main", "a"): 1, ("main", "b"): 2}
+    assert paths(reader, node_values(reader, np.array([2]))) == row2
+    both = node_values(reader, np.array([0, 2]))
     assert both.dtype == np.int64
     assert paths(reader, both) == {("main", "a"): 110, ("main", "b"): 20, ("c",): 300}
-    assert paths(reader, reader.node_values(np.array([2, 2]))) == {("main", "a"): 200, ("c",): 600}
-    assert reader.node_values(np.array([], np.int64)).tolist() == [0] * len(reader.node_parent)
-    weighted = reader.node_values(np.array([0, 2]), weights=np.array([0.5, 2.0]))
+    assert paths(reader, node_values(reader, np.array([2, 2]))) == {("main", "a"): 200, ("c",): 600}
+    assert node_values(reader, np.array([], np.int64)).tolist() == [0] * len(reader.node_parent)
+    weighted = node_values(reader, np.array([0, 2]), weights=np.array([0.5, 2.0]))
     assert weighted.dtype == np.float64
     assert paths(reader, weighted) == {("main", "a"): 205.0, ("main", "b"): 10.0, ("c",): 600.0}
 
@@ -169,13 +170,13 @@ def test_zero_valued_samples_are_not_stored():
     ref = build([["a", "main"], ["b", "main"], ["c", "main"], ["a", "main"]], [[0, 3], [5, 0], [0, 0], [0, 4]],
                 sample_types=(("cpu", "nanoseconds"), ("samples", "count")))
     reader = BlockReader(write_block([entry(t) for t in typed(ref)]))
-    nodes, values = reader.entries([0])
+    nodes, values = entries(reader, [0])
     assert len(nodes) == 1
     assert values.tolist() == [5]
-    assert paths(reader, reader.node_values(np.array([0]))) == {("main", "b"): 5}
-    nodes, values = reader.entries([1])
+    assert paths(reader, node_values(reader, np.array([0]))) == {("main", "b"): 5}
+    nodes, values = entries(reader, [1])
     assert sorted(values.tolist()) == [3 + 4]  # the two ["a", "main"] samples share one node
-    assert paths(reader, reader.node_values(np.array([1]))) == {("main", "a"): 7}
+    assert paths(reader, node_values(reader, np.array([1]))) == {("main", "a"): 7}
     assert reader.profiles.column("total").to_pylist() == [5, 7]
 
 
@@ -185,18 +186,18 @@ def test_a_profile_of_zeros_is_stored_with_empty_lists():
     data = write_block([entry(zeros, capture="zeros"), entry(other, capture="other")])
     reader = BlockReader(data)
     profiles = section(data, "profiles")
-    assert profiles.column("nodes").to_pylist() == [[], [reader.entries([1])[0].item()]]
+    assert profiles.column("nodes").to_pylist() == [[], [entries(reader, [1])[0].item()]]
     assert profiles.column("values").to_pylist() == [[], [9]]
     assert profiles.column("total").to_pylist() == [0, 9]
-    assert reader.entries([0])[0].tolist() == []
-    assert reader.node_values(np.array([0])).tolist() == [0] * len(reader.node_parent)
+    assert entries(reader, [0])[0].tolist() == []
+    assert node_values(reader, np.array([0])).tolist() == [0] * len(reader.node_parent)
 
 
 def test_unsymbolized_locations_are_named_by_their_mapping_and_address_in_it():
     kernel = 0xFFFF_FFFF_8100_0000  # above 2**63, outside the mapping: shown as it is
     ref = build([[0x4012AB, "main"], [kernel, 0x4012AB, "main"]], [[3], [4]])
     reader = BlockReader(write_block([entry(t) for t in typed(ref)]))
-    assert paths(reader, reader.node_values(np.array([0]))) == {
+    assert paths(reader, node_values(reader, np.array([0]))) == {
         ("main", "[app] 0x12ab"): 3, ("main", "[app] 0x12ab", "0xffffffff81000000"): 4,
     }
     table = reader.location_table()
@@ -214,20 +215,20 @@ def test_an_unsymbolized_frame_is_named_by_its_address_in_the_mapped_file():
     ref.location[0].mapping_id = 77
     reader = BlockReader(write_block([entry(t) for t in typed(ref)]))
     # 0x552a0 into the mapping, which starts at file offset 0x4a000: 0x9f2a0 into libc.so.6
-    assert paths(reader, reader.node_values(np.array([0]))) == {("main", "[libc.so.6] 0x9f2a0"): 1}
+    assert paths(reader, node_values(reader, np.array([0]))) == {("main", "[libc.so.6] 0x9f2a0"): 1}
 
 
 def test_a_block_of_only_unsymbolized_locations():
     ref = build([[0x10, 0x20], [0x30]], [[1], [2]])
     reader = BlockReader(write_block([entry(t) for t in typed(ref)]))
-    assert paths(reader, reader.node_values(np.array([0]))) == {("0x20", "0x10"): 1, ("0x30",): 2}
+    assert paths(reader, node_values(reader, np.array([0]))) == {("0x20", "0x10"): 1, ("0x30",): 2}
     assert reader.location_table()["filename"].tolist() == ["", "", ""]
 
 
 def test_samples_without_locations_are_values_of_the_root():
     ref = build([[], ["a"]], [[6], [1]])
     reader = BlockReader(write_block([entry(t) for t in typed(ref)]))
-    assert paths(reader, reader.node_values(np.array([0]))) == {(): 6, ("a",): 1}
+    assert paths(reader, node_values(reader, np.array([0]))) == {(): 6, ("a",): 1}
     assert reader.node_names[0] == "total"
 
 
@@ -266,4 +267,4 @@ def test_read_back_totals_equal_the_summed_node_values(rows):
     reader = BlockReader(write_block([entry(p) for p in profiles]))
     totals = reader.profiles.column("total").to_pylist()
     assert totals == [1 + 1, 2 + 3]
-    assert int(reader.node_values(np.array(rows)).sum()) == sum(totals[r] for r in rows)
+    assert int(node_values(reader, np.array(rows)).sum()) == sum(totals[r] for r in rows)

@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from infra.blocknodes import node_values
 from infra.stringtable import interner
 from test_block import build, entry, paths, typed
 
@@ -81,7 +82,7 @@ def test_v1_block_still_reads():
     expected = v1_expected()
     assert reader.version == 1
     for row, want in enumerate(expected["rows"]):
-        got = paths(reader, reader.node_values(np.array([row])))
+        got = paths(reader, node_values(reader, np.array([row])))
         assert {"|".join(k): v for k, v in got.items()} == want
     profiles = reader.profiles.to_pydict()
     for column, values in expected["profiles"].items():
@@ -101,7 +102,7 @@ def test_a_v1_block_compacts_into_v2_with_the_same_answers():
     v2 = BlockReader(compact([(v1, np.arange(n))]))
     assert v2.version == FORMAT_VERSION == 2
     for row in range(n):
-        assert paths(v2, v2.node_values(np.array([row]))) == paths(v1, v1.node_values(np.array([row])))
+        assert paths(v2, node_values(v2, np.array([row]))) == paths(v1, node_values(v1, np.array([row])))
     assert v2.profiles.to_pydict() == v1.profiles.to_pydict()
 
 
@@ -137,7 +138,7 @@ def test_sample_labels_are_stored_as_deduplicated_sets_with_summed_values():
     assert len(reader.label_sets["set"]) == 4
     # one entry per distinct (node, label set) of the profile
     assert len(reader.sample_entries(np.array([0]))[1]) == 3
-    assert paths(reader, reader.node_values(np.array([0]))) == {("main", "a"): 7, ("main", "b"): 8}
+    assert paths(reader, node_values(reader, np.array([0]))) == {("main", "a"): 7, ("main", "b"): 8}
 
 
 def test_profile_columns_carry_period_time_duration_and_content_hash():
@@ -175,7 +176,7 @@ def test_locations_are_kept_whole_with_their_lines_address_and_mapping():
     }
     # the two locations sharing middle and outer keep their own frames: 3 + 2 + 1 + 1
     assert len(reader.frames["location"]) == 7
-    assert paths(reader, reader.node_values(np.array([0]))) == {
+    assert paths(reader, node_values(reader, np.array([0]))) == {
         ("main", "outer", "middle", "inner"): 1, ("main", "outer", "middle"): 2, ("main", "[app] 0x12ab"): 3}
 
 

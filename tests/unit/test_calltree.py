@@ -1,16 +1,12 @@
 """Call-tree merging, totals and truncation: hand-built trees, and random trees against dict references."""
 
-import time
-
 import numpy as np
 import pytest
 
 from flamewatch.querier.calltree import (
     CallTree,
-    TreePart,
     align_trees,
     depths,
-    merge_trees,
     totals,
     truncate,
 )
@@ -27,12 +23,9 @@ def make_tree(rows: list[tuple[int, str, float]]) -> CallTree:
     )
 
 
-def make_part(rows: list[tuple[int, str, int]]) -> TreePart:
-    return TreePart(
-        parent=np.array([p for p, _, _ in rows], np.int64),
-        key=np.array([k for _, k, _ in rows], dtype=object),
-        self_value=np.array([v for _, _, v in rows], np.int64),
-    )
+def merge_trees(trees: list[CallTree]) -> CallTree:
+    """The trees merged by path, as a diff merges its two sides (the sum of `align_trees`' columns)."""
+    return align_trees(trees)[0]
 
 
 def rows_of(tree: CallTree) -> list[tuple[int, str, int]]:
@@ -50,8 +43,8 @@ def test_depths_and_totals():
 
 
 def test_merge_overlapping_and_disjoint_paths():
-    left = make_part([(-1, "?", 0), (0, "main", 1), (1, "work", 2), (1, "io", 3)])
-    right = make_part([(-1, "ignored", 1), (0, "main", 0), (1, "work", 5), (0, "gc", 7), (2, "sweep", 0)])
+    left = make_tree([(-1, "?", 0), (0, "main", 1), (1, "work", 2), (1, "io", 3)])
+    right = make_tree([(-1, "ignored", 1), (0, "main", 0), (1, "work", 5), (0, "gc", 7), (2, "sweep", 0)])
     merged = merge_trees([left, right])
     # Ids grow level by level; siblings in name order. "sweep" has no value and is dropped.
     assert rows_of(merged) == [
@@ -61,16 +54,16 @@ def test_merge_overlapping_and_disjoint_paths():
         (2, "io", 3),
         (2, "work", 7),
     ]
-    assert merged.names.tolist() == ["gc", "io", "main", "total", "work"]
+    assert merged.names.tolist() == ["?", "gc", "ignored", "io", "main", "sweep", "total", "work"]  # sorted
 
 
 def test_merge_joins_siblings_with_the_same_name_within_one_part():
-    part = make_part([(-1, "", 0), (0, "f", 1), (0, "f", 2), (1, "g", 3), (2, "g", 4)])
+    part = make_tree([(-1, "", 0), (0, "f", 1), (0, "f", 2), (1, "g", 3), (2, "g", 4)])
     assert rows_of(merge_trees([part])) == [(-1, "total", 0), (0, "f", 3), (1, "g", 7)]
 
 
 def test_merge_keeps_zero_self_ancestors_of_values():
-    part = make_part([(-1, "", 0), (0, "a", 0), (1, "b", 0), (2, "c", 9), (0, "idle", 0)])
+    part = make_tree([(-1, "", 0), (0, "a", 0), (1, "b", 0), (2, "c", 9), (0, "idle", 0)])
     assert rows_of(merge_trees([part])) == [(-1, "total", 0), (0, "a", 0), (1, "b", 0), (2, "c", 9)]
 
 
@@ -79,8 +72,8 @@ def test_merge_of_nothing_is_an_empty_root():
 
 
 def test_merge_keeps_float_gauges_as_float():
-    part = TreePart(np.array([-1, 0]), np.array(["", "f"], dtype=object), np.array([0.0, 2.5]))
-    merged = merge_trees([part, make_part([(-1, "", 0), (0, "f", 1)])])
+    part = make_tree([(-1, "", 0.0), (0, "f", 2.5)])
+    merged = merge_trees([part, make_tree([(-1, "", 0), (0, "f", 1)])])
     assert merged.self_value.dtype == np.float64
     assert merged.self_value.tolist() == [0.0, 3.5]
 
@@ -142,7 +135,7 @@ def test_truncate_rejects_a_non_positive_limit():
 # --- random trees against plain-dict references ---------------------------------------------------------
 
 
-def random_part(rng: np.random.Generator, n: int, vocabulary: int, signed: bool = False) -> TreePart:
+def random_part(rng: np.random.Generator, n: int, vocabulary: int, signed: bool = False) -> CallTree:
     # Parents close to the child make deep stacks; some far parents make bushy ones.
     near = np.maximum(np.arange(n) - rng.integers(1, 8, n), 0)
     far = (rng.random(n) * np.arange(n)).astype(np.int64)
@@ -150,16 +143,17 @@ def random_part(rng: np.random.Generator, n: int, vocabulary: int, signed: bool 
     parent[0] = -1
     key = np.array([f"fn{i}" for i in rng.integers(0, vocabulary, n)], dtype=object)
     value = np.where(rng.random(n) < 0.4, 0, rng.integers(-1000 if signed else 1, 1000, n))
-    return TreePart(parent, key, value)
+    names, name = np.unique(key, return_inverse=True)
+    return CallTree(names, parent, name, value)
 
 
-def reference_paths(parts: list[TreePart]) -> dict[tuple[str, ...], int]:
+def reference_paths(parts: list[CallTree]) -> dict[tuple[str, ...], int]:
     """Path -> summed self value, including zero-valued paths, with a plain loop."""
     result: dict[tuple[str, ...], int] = {}
     for part in parts:
         paths: list[tuple[str, ...]] = []
         for i, p in enumerate(part.parent.tolist()):
-            paths.append(() if p < 0 else paths[p] + (part.key[i],))
+            paths.append(() if p < 0 else paths[p] + (part.names[part.name[i]],))
             result[paths[i]] = result.get(paths[i], 0) + int(part.self_value[i])
     return result
 
@@ -255,12 +249,3 @@ def make_weights(tree: CallTree) -> np.ndarray:
         for depth in range(len(path) + 1):
             weight[path[:depth]] += value
     return np.array([weight[path] for path in paths])
-
-
-def test_merge_speed_sanity():
-    """Not a benchmark (those live in bench/): prints one figure so a slowdown is noticed."""
-    rng = np.random.default_rng(7)
-    parts = [random_part(rng, 20_000, 2000) for _ in range(20)]
-    start = time.perf_counter()
-    merged = merge_trees(parts)
-    print(f"merge_trees 20 parts x 20k nodes -> {len(merged)} nodes: {time.perf_counter() - start:.3f}s")

@@ -1,15 +1,11 @@
 """Output formats: literal expected outputs for small trees and random trees against plain-Python layouts."""
 
-import time
-
 import numpy as np
 import pytest
 
 from flamewatch.querier.calltree import (
     CallTree,
-    TreePart,
     align_trees,
-    merge_trees,
     totals,
     truncate,
     truncate_columns,
@@ -216,7 +212,8 @@ def random_tree(seed: int, n: int = 3000, vocabulary: int = 30) -> CallTree:
     parent[0] = -1
     key = np.array([f"fn{i}" for i in rng.integers(0, vocabulary, n)], dtype=object)
     value = np.where(rng.random(n) < 0.4, 0, rng.integers(1, 1000, n))
-    return merge_trees([TreePart(parent, key, value)])
+    names, name = np.unique(key, return_inverse=True)
+    return align_trees([CallTree(names, parent, name, value)])[0]
 
 
 def reference_flamegraph(tree: CallTree) -> list[list[int]]:
@@ -295,11 +292,3 @@ def test_diff_sides_match_flamegraphs_of_the_union(seed):
     assert diff["left_ticks"] == int(totals(left)[0])
     assert diff["right_ticks"] == int(totals(right)[0])
     assert diff["total"] == diff["left_ticks"] + diff["right_ticks"]
-
-
-def test_render_speed_sanity():
-    """Not a benchmark (those live in bench/): prints one figure so a slowdown is noticed."""
-    tree = random_tree(1, n=60_000, vocabulary=5000)
-    start = time.perf_counter()
-    render_flamegraph(tree, len(tree))
-    print(f"render_flamegraph {len(tree)} nodes: {time.perf_counter() - start:.3f}s")

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from flamewatch.querier.calltree import TreePart, merge_trees
+from flamewatch.querier.calltree import CallTree, align_trees
 from flamewatch.querier.formats.flamegraph import render_flamegraph
 from flamewatch.querier.paths import PathIndex
 from flamewatch.storage.frames import forest_depths
@@ -56,5 +56,5 @@ def test_paths_without_a_value_are_left_out_of_the_tree():
 def test_merging_by_paths_equals_merging_trees(seed):
     rng = np.random.default_rng(seed)
     blocks = [block_tree(rng, 2000, 40) for _ in range(6)]
-    expected = merge_trees([TreePart(p, k, v, names=names) for p, k, names, v in blocks])
+    expected = align_trees([CallTree(names, p, k, v) for p, k, names, v in blocks])[0]
     assert merge_by_paths(blocks) == render_flamegraph(expected, 10**6)

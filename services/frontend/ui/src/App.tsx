@@ -1,7 +1,7 @@
 // The page: state from the URL, the query bar, and the view it names (explore, compare, targets).
 
 import { useCallback, useEffect, useMemo, useState } from "react";
-import { api } from "./api/client";
+import { api, exactSelector } from "./api/client";
 import type { ProfileType } from "./api/types";
 import { ComparePage } from "./components/ComparePage";
 import { ExplorePage } from "./components/ExplorePage";
@@ -74,7 +74,7 @@ export function App() {
   const types = useApi((s) => api.profileTypes({ from: "now-7d", until: "now" }, s), `types|${tick}`);
   const sorted = useMemo(() => sortTypes(types.data ?? []), [types.data]);
   const type: ProfileType | null = sorted.find((t) => t.id === state.type) ?? parseTypeId(state.type);
-  const typeMatch = type ? `{__profile_type__="${type.id}"}` : "";
+  const typeMatch = type ? exactSelector({ __profile_type__: type.id }) : "";
   const labelNames = useApi((s) => api.labelNames(typeMatch, range, s), `${typeMatch}|${range.from}|${range.until}`);
 
   // A first visit picks CPU and a service for the user; the URL then says what was picked.
@@ -82,9 +82,9 @@ export function App() {
     if (state.type || sorted.length === 0) return;
     const pick = sorted.find((t) => t.id === PREFERRED_TYPE) ?? sorted[0];
     const patch: Partial<UiState> = { type: pick.id };
-    api.labelValues("service_name", `{__profile_type__="${pick.id}"}`, range).then((services) => {
+    api.labelValues("service_name", exactSelector({ __profile_type__: pick.id }), range).then((services) => {
       const service = services.find((s) => s !== SELF_SERVICE) ?? services[0];
-      if (!state.selector && service) patch.selector = `{service_name="${service}"}`;
+      if (!state.selector && service) patch.selector = exactSelector({ service_name: service });
     }).catch(() => undefined).finally(() => update(patch, true));
   }, [sorted, state.type]);
 

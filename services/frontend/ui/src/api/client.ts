@@ -18,6 +18,46 @@ export interface TimeRange {
   until: string;
 }
 
+// Escapes of a double-quoted selector string, as the selector parser (libs/labels/selector.py) reads
+// them: Go's, so any label value round-trips, whatever quotes, backslashes or control characters it has.
+const ESCAPES: Record<string, string> = {
+  "\\": "\\\\",
+  '"': '\\"',
+  "\x07": "\\a",
+  "\b": "\\b",
+  "\f": "\\f",
+  "\n": "\\n",
+  "\r": "\\r",
+  "\t": "\\t",
+  "\v": "\\v",
+};
+// What Python's str.isprintable() refuses: control, format, private, unassigned and surrogate code
+// points (\p{C}), and separators (\p{Z}) other than the space.
+const NOT_PRINTABLE = /^[\p{C}\p{Z}]$/u;
+
+function escapeChar(char: string): string {
+  if (char in ESCAPES) return ESCAPES[char];
+  if (char === " " || !NOT_PRINTABLE.test(char)) return char;
+  const code = char.codePointAt(0)!;
+  const hex = (digits: number) => code.toString(16).padStart(digits, "0");
+  return code < 0x80 ? `\\x${hex(2)}` : code <= 0xffff ? `\\u${hex(4)}` : `\\U${hex(8)}`;
+}
+
+/** A label value's text between the double quotes of a selector (what goes after `name="`). */
+export function escapeLabelValue(value: string): string {
+  return Array.from(value, escapeChar).join("");
+}
+
+/** A label value as a selector string: double-quoted, escaped. */
+export function quoteLabelValue(value: string): string {
+  return `"${escapeLabelValue(value)}"`;
+}
+
+/** The selector matching exactly these labels, e.g. `{service_name="demo"}`; `{}` for none. */
+export function exactSelector(labels: Record<string, string>): string {
+  return `{${Object.entries(labels).map(([name, value]) => `${name}=${quoteLabelValue(value)}`).join(",")}}`;
+}
+
 /** A query: profile type id followed by a label selector, e.g. `process_cpu:…{job="demo"}`. */
 export function queryText(profileType: string, selector: string): string {
   const s = selector.trim();

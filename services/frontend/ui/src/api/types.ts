@@ -33,12 +33,6 @@ export interface DiffData extends FlamegraphData {
   right_ticks: number;
 }
 
-export interface TopEntry {
-  name: string;
-  self: number;
-  total: number;
-}
-
 export interface FlamegraphAnswer {
   profile_type: string;
   profiles: number;

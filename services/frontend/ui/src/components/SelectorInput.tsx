@@ -2,7 +2,7 @@
 // message when the selector does not parse, both as the user types.
 
 import { useEffect, useMemo, useRef, useState } from "react";
-import { api, type TimeRange } from "../api/client";
+import { api, exactSelector, type TimeRange } from "../api/client";
 import { applyCompletion, completionAt, type Completion } from "../state/selector";
 
 interface Props {
@@ -27,7 +27,7 @@ export function SelectorInput({ value, profileType, range, onChange, label = "La
 
   useEffect(() => setText(value), [value]);
   const completion: Completion = useMemo(() => (focused ? completionAt(text, cursor) : null), [text, cursor, focused]);
-  const typeMatch = profileType ? `{__profile_type__="${profileType}"}` : "{}";
+  const typeMatch = profileType ? exactSelector({ __profile_type__: profileType }) : "{}";
 
   // The selector checked by the API as it is typed: its error message positions refer to this text.
   useEffect(() => {

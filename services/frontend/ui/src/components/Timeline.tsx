@@ -4,6 +4,7 @@
 import { useEffect, useRef } from "react";
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
+import { quoteLabelValue } from "../api/client";
 import type { Series } from "../api/types";
 import { formatValue } from "../flamegraph/profileTypes";
 
@@ -34,7 +35,7 @@ export function alignSeries(series: Series[]): uPlot.AlignedData {
 
 export function seriesName(labels: Record<string, string>): string {
   const entries = Object.entries(labels);
-  return entries.length === 0 ? "total" : entries.map(([k, v]) => `${k}="${v}"`).join(", ");
+  return entries.length === 0 ? "total" : entries.map(([k, v]) => `${k}=${quoteLabelValue(v)}`).join(", ");
 }
 
 export function Timeline({ series, unit, fromMs, untilMs, selection, onSelect, onPoint, theme }: Props) {

@@ -1,6 +1,8 @@
 // What the label selector's autocomplete should offer at the cursor: label names after `{` or `,`,
 // values after `name=` / `name!=` / `name=~` / `name!~`.
 
+import { escapeLabelValue } from "../api/client";
+
 export type Completion =
   | { kind: "name"; prefix: string; start: number }
   | { kind: "value"; name: string; prefix: string; start: number }
@@ -35,7 +37,7 @@ export function applyCompletion(text: string, cursor: number, c: NonNullable<Com
     const insert = `${choice}="`;
     return { text: text.slice(0, c.start) + insert + rest, cursor: c.start + insert.length };
   }
-  const escaped = choice.replace(/\\/g, "\\\\").replace(/"/g, '\\"');
+  const escaped = escapeLabelValue(choice);
   const closing = rest.startsWith('"') ? "" : '"';
   const insert = escaped + closing;
   return { text: text.slice(0, c.start) + insert + rest, cursor: c.start + insert.length + (closing ? 0 : 1) };

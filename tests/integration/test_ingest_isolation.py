@@ -1,15 +1,19 @@
 """The ingester on real Postgres: a push Postgres cannot store is refused alone while its neighbours in the
-same flush are written, a tenant's series are limited, and a retried timeless pprof is stored once."""
+same flush are written, a tenant's series are limited, a retried timeless pprof is stored once, and any
+push is either stored exactly or refused with a 4xx-class error."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import itertools
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from infra.tinypprof import tiny_pprof
 
 from flamewatch.config import IngesterConfig, IngestLimits, MaintenanceConfig
@@ -18,7 +22,7 @@ from flamewatch.ingester.prepare import prepare
 from flamewatch.ingester.service import Ingester
 from flamewatch.ingester.writer import BlockWriter, identity
 from flamewatch.labels.labelset import fingerprint
-from flamewatch.rpc.errors import RateLimited
+from flamewatch.rpc.errors import RateLimited, status_of
 from flamewatch.storage.index import stored_profiles
 from flamewatch.storage.objstore import FilesystemConfig, ObjectStore, open_object_store
 from flamewatch.storage.postgres import Database
@@ -118,3 +122,52 @@ def test_a_timeless_pprof_pushed_again_is_stored_once(db: Database, store):
     _run(db, store, body)
     assert _count(db, "SELECT coalesce(sum(bs.profiles), 0) FROM index_series bs JOIN series s ON s.id = bs.series_id"
                       " WHERE s.tenant = %s", TENANT) == 2  # the first copy and the other profile
+
+
+# Any character, with the ones Postgres cannot store (NUL, lone surrogates) often enough to be found
+LABEL_TEXT = st.text(st.one_of(st.characters(), st.sampled_from(["\x00", "\ud800", "\udcff"])), max_size=40)
+MINUTE = 60 * 10**9
+CASES = itertools.count()
+
+
+@pytest.fixture
+def running(db: Database, store: ObjectStore):
+    """One ingester on an event loop of its own, shared by every example of a property."""
+    loop = asyncio.new_event_loop()
+    ingester = Ingester(IngesterConfig(flush_interval_s=0.02, maintenance=MaintenanceConfig(interval_s=0)), store, db)
+    loop.run_until_complete(_started(ingester))
+    yield lambda *args: loop.run_until_complete(ingester.push(*args))
+    loop.run_until_complete(ingester.stop())
+    loop.close()
+
+
+async def _started(ingester: Ingester) -> None:
+    ingester.start()
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=LABEL_TEXT, when=st.one_of(st.tuples(st.just(0), st.integers(-(2**63), 2**63 - 1)),
+                                         st.tuples(st.just(1), st.integers(-MINUTE, 20 * MINUTE))),
+       sample_types=st.integers(1, 80))
+def test_any_push_is_stored_exactly_or_refused_4xx(db: Database, running, value, when, sample_types):
+    """Through the real ingester into Postgres: a label, a time (any int64, or near now), a number of sample types."""
+    relative, t = when
+    time_ns = time.time_ns() + t if relative else t
+    case = next(CASES)  # each example's own series, however hypothesis repeats the other values
+    labels = {"service_name": "prop", "k": value, "case": str(case)}
+    before = time.time_ns()
+    try:
+        running(TENANT, [(labels, [("", tiny_pprof(time_ns, sample_types=sample_types))])])
+    except Exception as exc:  # noqa: BLE001 - the property is about every error
+        assert 400 <= status_of(exc).http_status < 500, repr(exc)
+        assert _count(db, "SELECT count(*) FROM series WHERE tenant = %s AND labels->>'case' = %s", TENANT,
+                      str(case)) == 0
+        return
+    with db.connection() as conn:
+        stored = conn.execute("SELECT s.labels->>'k', bs.min_time, bs.max_time, bs.profiles FROM series s JOIN"
+                              " index_series bs ON bs.series_id = s.id WHERE s.tenant = %s AND s.labels->>'case' = %s",
+                              (TENANT, str(case))).fetchall()
+    if not time_ns:  # a pprof without a time is dated by the server's clock when it is pushed
+        time_ns = stored[0][1]
+        assert before <= time_ns <= time.time_ns()
+    assert sorted(stored) == [(value, time_ns, time_ns, 1)] * sample_types

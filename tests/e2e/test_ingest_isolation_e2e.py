@@ -189,3 +189,17 @@ def _assert_messages(cluster: Cluster, guarded, go_cpu: bytes) -> None:
     assert error("8 new series") == (f"tenant '{TENANT}' has 8 active series (with a profile in the last hour) and "
                                      "this push would add 8: the limit is 12 (--limits.max-series, or --limits.tenant "
                                      f"{TENANT}:max-series=N for this tenant); pushes to existing series still pass")
+
+
+def test_a_timeless_pprof_retried_on_plain_ingest_is_stored_once(cluster: Cluster):
+    """The server's clock dates a pprof without a time; a client resending it (lost acknowledgement) must not
+    double its values."""
+    tenant, timeless = "e2e-timeless-retry", tiny_pprof(0)
+    for _ in range(3):
+        r = cluster.http.post(f"{cluster.ingester_url}/ingest", params={"service_name": "retry"}, content=timeless,
+                              headers={"X-Scope-OrgID": tenant})
+        assert r.status_code == 200, r.text
+    assert cluster.counts(tenant)["profiles"] == 1
+    answer = rest(cluster, "/query", tenant, {"query": 'process_cpu:cpu:nanoseconds:cpu:nanoseconds{}',
+                                              "format": "top", **Window.around(time.time_ns()).rest()})
+    assert (answer["profiles"], answer["top"]["entries"][0]["total"]) == (1, 10_000_000)

@@ -35,8 +35,10 @@ class IngestLimits:
     # Series of a tenant with a profile in the last hour; a push adding series beyond it is refused (Pyroscope's
     # max_global_series_per_tenant is 5000; 0 is no limit)
     max_series: int = 10_000
-    # Profile times accepted: [now - reject_older_than, now + reject_newer_than] (Pyroscope's names). 0 for the
-    # older bound means the tenant's retention (no bound while it keeps everything; times before 1970 never pass)
+    # Profile times accepted: [now - reject_older_than, now + reject_newer_than] (Pyroscope's names and, for the
+    # newer bound, its default). 0 for the older bound means the tenant's retention (no bound while it keeps
+    # everything; times before 1970 never pass): unlike Pyroscope's 1h, so `flamewatch upload` of last month's
+    # pprof files keeps working, while anything retention would drop at once is refused
     reject_older_than_ns: int = 0
     reject_newer_than_ns: int = 10 * MINUTE_NS
 

@@ -26,7 +26,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from flamewatch.config import IngesterConfig, IngestLimits, MaintenanceConfig, QuerierConfig, StorageConfig
+from flamewatch.config import IngesterConfig, MaintenanceConfig, QuerierConfig, StorageConfig
+from flamewatch.limit_flags import ingest_limits, limit_flags
 from flamewatch.rpc.readiness import no_dependencies, storage_readiness, upstream_readiness
 from flamewatch.storage.errors import StorageError
 from flamewatch.storage.objstore import FilesystemConfig, S3Config
@@ -161,11 +162,7 @@ def _ingester_parser(sub) -> None:
     p.address("--http-address", "HTTP listen address (/ingest, /metrics, /healthz)", IngesterConfig.http_address)
     p.address("--grpc-address", "gRPC listen address (IngestService)", IngesterConfig.grpc_address)
     _flush_flags(p)
-    defaults = IngestLimits()
-    for name in defaults.__dataclass_fields__:
-        flag = "--limits." + name.replace("_", "-")
-        p.add(flag, f"reject pushes over this {name.replace('_', ' ')}", dest=f"limit_{name}", type=int,
-              default=getattr(defaults, name))
+    limit_flags(p)
     p.add("--limits.ingestion-rate-mb", "each tenant's ingestion rate limit, in MB/s of decompressed pprof; a "
           "push over it is refused with 429 / RESOURCE_EXHAUSTED (0: no limit)", dest="ingestion_rate_mb",
           type=float, default=0.0)
@@ -212,6 +209,7 @@ def _all_parser(sub) -> None:
     symbolizer_cli().symbolizer_flags(p)
     _storage_flags(p)
     _flush_flags(p)
+    limit_flags(p)
     _maintenance_flags(p)
     _common_flags(p)
     p.set_defaults(run=run_all)
@@ -289,14 +287,14 @@ def symbolizer_cli():
 def run_ingester(args: argparse.Namespace) -> int:
     from flamewatch.ingester.service import Ingester, http_router, register_grpc
 
-    limits = IngestLimits(**{n: getattr(args, f"limit_{n}") for n in IngestLimits.__dataclass_fields__})
+    limits, tenant_limits = ingest_limits(args)
     rate = args.ingestion_rate_mb * 1e6
     burst = args.ingestion_burst_mb * 1e6 if args.ingestion_burst_mb else max(2 * rate,
                                                                           limits.max_decompressed_bytes)
     config = IngesterConfig(http_address=args.http_address, grpc_address=args.grpc_address,
                             flush_interval_s=args.flush_interval, flush_bytes=args.flush_bytes, limits=limits,
                             maintenance=maintenance_config(args), ingestion_rate_bytes_s=rate,
-                            ingestion_burst_bytes=burst)
+                            ingestion_burst_bytes=burst, tenant_limits=tenant_limits)
 
     async def main(stack: contextlib.AsyncExitStack) -> None:
         listeners = _listen(stack, config.http_address, config.grpc_address)
@@ -413,8 +411,10 @@ def run_all(args: argparse.Namespace) -> int:
                                   heap=str(args.heap_profiling).lower())
         config = load or (lambda: parse_config(text, "built-in configuration"))
         store, db = _open_storage(stack, storage_config(args))
+        limits, tenant_limits = ingest_limits(args)
         ingester = Ingester(IngesterConfig(flush_interval_s=args.flush_interval, flush_bytes=args.flush_bytes,
-                                           maintenance=maintenance_config(args)), store, db)
+                                           maintenance=maintenance_config(args), limits=limits,
+                                           tenant_limits=tenant_limits), store, db)
         querier_config = QuerierConfig(cache_bytes=QuerierConfig.embedded_cache_bytes)
         blocks = BlockCache(store, querier_config.cache_bytes, querier_config.fetch_concurrency, PathIndex())
         stack.callback(blocks.close)

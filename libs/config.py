@@ -6,7 +6,8 @@ components receive them and never read the environment themselves.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
 from typing import ClassVar
 
 from flamewatch.pprof.validate import ProfileLimits
@@ -16,6 +17,7 @@ from flamewatch.storage.postgres import PostgresConfig
 from flamewatch.storage.retention import RetentionPolicy
 
 MiB = 1 << 20
+MINUTE_NS = 60 * 10**9
 
 
 @dataclass(frozen=True)
@@ -29,10 +31,24 @@ class IngestLimits:
     max_labels: int = 32
     max_label_name_length: int = 128
     max_label_value_length: int = 2048
+    max_sample_types: int = 64  # each sample type of a pprof becomes a series of its own
+    # Series of a tenant with a profile in the last hour; a push adding series beyond it is refused (Pyroscope's
+    # max_global_series_per_tenant is 5000; 0 is no limit)
+    max_series: int = 10_000
+    # Profile times accepted: [now - reject_older_than, now + reject_newer_than] (Pyroscope's names and, for the
+    # newer bound, its default). 0 for the older bound means the tenant's retention (no bound while it keeps
+    # everything; times before 1970 never pass): unlike Pyroscope's 1h, so `flamewatch upload` of last month's
+    # pprof files keeps working, while anything retention would drop at once is refused
+    reject_older_than_ns: int = 0
+    reject_newer_than_ns: int = 10 * MINUTE_NS
 
     def profile_limits(self) -> ProfileLimits:
         return ProfileLimits(self.max_compressed_bytes, self.max_decompressed_bytes, self.max_samples,
                              self.max_stack_depth)
+
+    @staticmethod
+    def names() -> list[str]:
+        return [f.name for f in fields(IngestLimits)]
 
 
 @dataclass(frozen=True)
@@ -65,6 +81,16 @@ class IngesterConfig:
     # Per tenant, decompressed pprof bytes: 0 is no limit (Pyroscope's ingestion-rate-limit-mb, burst-size-mb)
     ingestion_rate_bytes_s: float = 0.0
     ingestion_burst_bytes: float = 0.0
+    # A tenant's own limits: tenant -> {IngestLimits field: value}, over `limits` (`--limits.tenant`)
+    tenant_limits: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+
+    def limits_for(self, tenant: str) -> IngestLimits:
+        """The tenant's limits: its overrides over the defaults, the older-than bound its retention if unset."""
+        limits = replace(self.limits, **self.tenant_limits.get(tenant, {}))
+        keep = self.maintenance.retention.of(tenant)
+        if not limits.reject_older_than_ns and keep is not None:
+            limits = replace(limits, reject_older_than_ns=keep)
+        return limits
 
 
 @dataclass(frozen=True)

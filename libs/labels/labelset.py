@@ -28,7 +28,10 @@ def is_valid_label_name(name: str) -> bool:
 def validate_labels(
     labels: Mapping[str, str], *, max_labels: int, max_name_length: int, max_value_length: int
 ) -> None:
-    """Raise InvalidLabelError for the first rule or limit `labels` breaks; lengths are UTF-8 bytes."""
+    """Raise InvalidLabelError for the first rule or limit `labels` breaks; lengths are UTF-8 bytes.
+
+    Every label of a series reaches Postgres (`series.labels`, jsonb), so this is also where a string
+    Postgres would refuse is stopped: a NUL character, or a lone surrogate (not UTF-8)."""
     if len(labels) > max_labels:
         raise InvalidLabelError(f"series has {len(labels)} labels, the limit is {max_labels}")
     for name in sorted(labels):
@@ -46,6 +49,9 @@ def _validate_name(name: str, max_length: int) -> None:
 def _validate_value(name: str, value: str, max_length: int) -> None:
     if not value:
         raise InvalidLabelError(f'label "{name}" has an empty value')
+    if "\x00" in value:  # Postgres stores no NUL in text or jsonb: it would fail the whole flush, not one push
+        raise InvalidLabelError(f'label "{name}": value contains a NUL character (\\x00 at position '
+                                f'{value.index(chr(0))}), which cannot be stored; remove it')
     size = len(_utf8(name, value))
     if size > max_length:
         raise InvalidLabelError(f'label "{name}": value is {size} bytes long, the limit is {max_length}')

@@ -305,6 +305,40 @@ def stored_profiles(db: Database, tenant: str, keys: Sequence[tuple[int, int, in
     return stored & set(keys)
 
 
+def twin_times(db: Database, tenant: str, keys: Sequence[tuple[int, int]], start: int, end: int
+               ) -> dict[tuple[int, int], int]:
+    """The latest time in [start, end] at which each (series fingerprint, content hash) key was stored."""
+    if not keys:
+        return {}
+    wanted = set(keys)
+    with db.connection() as conn:
+        found = conn.execute(
+            "SELECT s.fingerprint, bs.times, bs.hashes FROM series s JOIN index_series bs ON bs.series_id = s.id"
+            " WHERE s.tenant = %s AND s.fingerprint = ANY(%s) AND bs.max_time >= %s AND bs.min_time <= %s",
+            (tenant, sorted({fp for fp, _ in keys}), start, end),
+        ).fetchall()
+    out: dict[tuple[int, int], int] = {}
+    for fp, ts, hs in found:
+        for t, h in zip(np.frombuffer(ts, _TIME).tolist(), np.frombuffer(hs, _HASH).tolist(), strict=True):
+            if (fp, h) in wanted and start <= t <= end and t > out.get((fp, h), start - 1):
+                out[fp, h] = t
+    return out
+
+
+def known_series(db: Database, tenant: str, fingerprints: Sequence[int]) -> set[int]:
+    """Which of the fingerprints are series of the tenant already."""
+    with db.connection() as conn:
+        return {fp for (fp,) in conn.execute("SELECT fingerprint FROM series WHERE tenant = %s AND fingerprint"
+                                             " = ANY(%s)", (tenant, sorted(fingerprints)))}
+
+
+def active_series(db: Database, tenant: str, since_ns: int) -> int:
+    """How many series of the tenant have a profile at or after `since_ns` (to the hour: see `_seen_until`)."""
+    with db.connection() as conn:
+        return conn.execute("SELECT count(*) FROM series WHERE tenant = %s AND last_seen >= %s",
+                            (tenant, since_ns)).fetchone()[0]
+
+
 def _unpack(found: list[tuple]) -> ProfileRows:
     """block_series rows (series_id, block_id, times, rows, totals, hashes) as one profile per element."""
     counts = [len(r[2]) // _TIME.itemsize for r in found]

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import httpx
 from prometheus_client import Counter, Histogram
 
+from flamewatch.labels.names import NAME_LABEL
 from flamewatch.pprof import PprofError, Profile, decode, encode, split
 from flamewatch.pprof.delta import subtract
 
@@ -28,7 +29,6 @@ SCRAPES = Counter("flamewatch_collector_scrapes", "Profile scrapes", ["job", "re
 SCRAPE_SECONDS = Histogram("flamewatch_collector_scrape_seconds", "Time a scrape took", ["job"])
 
 Deliver = Callable[[dict[str, str], bytes], None]
-NAME_LABEL = "__name__"
 
 
 @dataclass(frozen=True)

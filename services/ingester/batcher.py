@@ -1,8 +1,16 @@
 """Group pushes into blocks: one open batch per tenant, flushed every interval or when it is big.
 
 A push waits until the batch holding its profiles is durable, so an acknowledgement means the data
-survives a crash. A failed flush fails every push of that batch, which the clients retry. Each batch
-sets its own timer when it opens, so an ingester with nothing to flush never wakes up.
+survives a crash. Each batch sets its own timer when it opens, so an ingester with nothing to flush
+never wakes up.
+
+Each push has its own future, so one push's profiles can fail without failing its neighbours'. When a
+backend is unavailable the whole flush fails, and every push of it with it (the clients retry). When a
+flush fails for anything else, something in one push's data was refused (validation should have caught
+it, but a tenant's other clients must not pay for what it missed): the batch is written again in
+halves, down to single pushes, so the push that cannot be written gets the error alone and the others
+are written and acknowledged. One bad push among n costs about 2·log2(n) extra writes; the halves that
+failed leave only orphan objects, which the sweeper removes.
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ from dataclasses import dataclass, field
 
 from flamewatch.ratelimitedlog import RateLimitedLog
 from flamewatch.storage.block import BlockEntry
+from flamewatch.storage.errors import StorageUnavailable
 
 log = logging.getLogger(__name__)
 _failures = RateLimitedLog(log)  # while a backend is down every flush fails the same way
@@ -22,11 +31,20 @@ FlushFn = Callable[[str, Sequence[BlockEntry]], object]
 
 
 @dataclass
+class _Push:
+    entries: Sequence[BlockEntry]
+    done: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+
+    def fail(self, exc: BaseException) -> None:
+        self.done.set_exception(exc)
+        self.done.exception()  # mark retrieved: the client may have gone away
+
+
+@dataclass
 class _Batch:
     tenant: str
-    entries: list[BlockEntry] = field(default_factory=list)
+    pushes: list[_Push] = field(default_factory=list)
     nbytes: int = 0
-    done: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
     timer: asyncio.TimerHandle | None = None
 
 
@@ -48,15 +66,15 @@ class Batcher:
         if batch is None:
             batch = self._open[tenant] = _Batch(tenant)
             batch.timer = asyncio.get_running_loop().call_later(self._interval, self._seal_if_open, batch)
-        batch.entries.extend(entries)
+        push = _Push(entries)
+        batch.pushes.append(push)
         batch.nbytes += nbytes
-        done = batch.done
         if batch.nbytes >= self._max_bytes:
             self._seal(tenant)
-        await asyncio.shield(done)
+        await asyncio.shield(push.done)
 
     def pending(self) -> int:
-        return sum(len(b.entries) for b in self._open.values())
+        return sum(len(p.entries) for b in self._open.values() for p in b.pushes)
 
     async def close(self) -> None:
         """Flush everything still open and wait for every flush in flight."""
@@ -79,12 +97,28 @@ class Batcher:
 
     async def _flush(self, batch: _Batch) -> None:
         async with self._slots:
-            try:
-                await asyncio.to_thread(self._flush_fn, batch.tenant, batch.entries)
-            except Exception as exc:  # noqa: BLE001 - handed to every waiting push
-                _failures.log(logging.WARNING, type(exc).__name__, "flush of %d profiles for tenant %s failed: %s",
-                              len(batch.entries), batch.tenant, exc)
-                batch.done.set_exception(exc)
-                batch.done.exception()  # mark retrieved: pushes may all have gone away
-            else:
-                batch.done.set_result(None)
+            await self._write(batch.tenant, batch.pushes)
+
+    async def _write(self, tenant: str, pushes: list[_Push]) -> None:
+        entries = [e for p in pushes for e in p.entries]
+        try:
+            await asyncio.to_thread(self._flush_fn, tenant, entries)
+        except StorageUnavailable as exc:  # the backend, not the data: every push fails alike and is retried
+            _failures.log(logging.WARNING, type(exc).__name__, "flush of %d profiles for tenant %s failed: %s",
+                          len(entries), tenant, exc)
+            for push in pushes:
+                push.fail(exc)
+        except Exception as exc:  # noqa: BLE001 - some push's data was refused: find it by halves
+            if len(pushes) == 1:
+                log.error("tenant %s: a push of %d profiles cannot be written, refused alone: %r", tenant,
+                          len(entries), exc)
+                pushes[0].fail(exc)
+                return
+            log.warning("tenant %s: flush of %d pushes failed (%s); writing them again in halves", tenant,
+                        len(pushes), exc)
+            middle = len(pushes) // 2
+            await self._write(tenant, pushes[:middle])
+            await self._write(tenant, pushes[middle:])
+        else:
+            for push in pushes:
+                push.done.set_result(None)

@@ -37,7 +37,6 @@ from flamewatch.pprof import Functions, Locations, Mappings, Profile, Samples, e
 from flamewatch.pprof.wire import expand_ranges
 
 SERVICE_NAME_ATTRIBUTE = "service.name"
-SERVICE_LABEL = "service_name"
 TRACE_ID_LABEL, SPAN_ID_LABEL = "trace_id", "span_id"
 _NOT_LABEL_CHARS = re.compile(r"[^A-Za-z0-9_]")
 _NO_LATER_NS = 1 << 63  # times are int64 nanoseconds inside

@@ -33,6 +33,7 @@ import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
+from flamewatch.labels.names import SERVICE_LABEL
 from flamewatch.pprof import LimitExceeded, PprofError
 from flamewatch.rpc.errors import UnprocessableError, UnsupportedFormatError
 from flamewatch.timerange import parse_time
@@ -40,7 +41,6 @@ from flamewatch.timerange import parse_time
 # What `Ingester.push` takes: tenant, [(labels, [(client id, raw pprof)])], name hint, (from, until).
 Push = Callable[..., Awaitable[tuple[int, int]]]
 
-SERVICE_LABEL = "service_name"
 APP_LABEL = "app_name"
 SPY_LABEL = "pyroscope_spy"
 SESSION_LABEL = "__session_id__"

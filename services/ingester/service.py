@@ -9,6 +9,7 @@ Outputs: block objects in the object store and their index rows in Postgres.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 
@@ -25,13 +26,15 @@ from flamewatch.ingester.compactor import Maintenance
 from flamewatch.ingester.otlp_receiver import grpc_handler as otlp_grpc_handler
 from flamewatch.ingester.otlp_receiver import http_router as otlp_http_router
 from flamewatch.ingester.prepare import Prepared, prepare
-from flamewatch.ingester.ratelimit import TenantRateLimiter
+from flamewatch.ingester.ratelimit import SeriesLimiter, TenantRateLimiter
 from flamewatch.ingester.writer import BlockWriter
 from flamewatch.pprof import LimitExceeded, hint_from_file_name
 from flamewatch.rpc.errors import RateLimited
 from flamewatch.rpc.grpc_server import handled
 from flamewatch.rpc.openapi import ERROR_RESPONSES, TENANT_DESCRIPTION, TENANT_HEADER_SCHEMA
 from flamewatch.rpc.tenant import HEADER, resolve_tenant, tenant_from_metadata
+from flamewatch.storage.block import BlockEntry
+from flamewatch.storage.index import twin_times
 from flamewatch.storage.objstore import ObjectStore
 from flamewatch.storage.postgres import Database
 from flamewatch.storage.sweeper import sweep_orphans
@@ -45,6 +48,15 @@ REJECTED = Counter("flamewatch_rejected_profiles", "Pushed pprof profiles refuse
 
 Series = list[tuple[dict[str, str], list[tuple[str, bytes]]]]  # labels, [(client id, raw pprof)]
 
+# A pprof without a time is dated by the server's clock, so a client retrying it would store it twice. Such
+# a profile takes the time of the same series' profile with the same content stored in the last minute
+# instead, and the writer's retry check then leaves it out. Without a time nothing tells a retry from a
+# new profile with byte-identical content: one in the same series within a minute is taken as the retry,
+# a loss only where a timeless client sends the very same profile twice a minute (an idle program's
+# empty profile, whose values are nothing). A pprof dated by the protocol (Pyroscope's `from`) or by
+# itself needs none of this.
+TIMELESS_RETRY_WINDOW_NS = 60 * 10**9
+
 
 class Ingester:
     def __init__(self, config: IngesterConfig, store: ObjectStore, db: Database):
@@ -55,6 +67,7 @@ class Ingester:
         self._maintenance = Maintenance(config.maintenance, store, db)
         self._rate = (TenantRateLimiter(config.ingestion_rate_bytes_s, config.ingestion_burst_bytes)
                       if config.ingestion_rate_bytes_s > 0 else None)
+        self._series = SeriesLimiter(db)
         self._loops: list[asyncio.Task] = []
 
     def start(self) -> None:
@@ -72,7 +85,7 @@ class Ingester:
                    span: tuple[int, int] | None = None) -> tuple[int, int]:
         """Store every profile of the push or none; returns (typed profiles, bytes) once durable.
         `span` (start, end ns) dates the pprofs that carry no time of their own."""
-        prepared = await asyncio.to_thread(self._prepare_all, series, name_hint, span)
+        prepared = await asyncio.to_thread(self._prepare_all, tenant, series, name_hint, span)
         entries = [e for p in prepared for e in p.entries]
         nbytes = sum(p.nbytes for p in prepared)
         if self._rate is not None:
@@ -86,18 +99,34 @@ class Ingester:
         BYTES.labels(tenant).inc(nbytes)
         return len(entries), nbytes
 
-    def _prepare_all(self, series: Series, name_hint: str | None, span: tuple[int, int] | None) -> list[Prepared]:
+    def _prepare_all(self, tenant: str, series: Series, name_hint: str | None,
+                     span: tuple[int, int] | None) -> list[Prepared]:
         self._db.check_available()  # while Postgres is down, refuse at once rather than after the flush
         now = time.time_ns()
+        limits = self.config.limits_for(tenant)
         out = []
         for labels, samples in series:
             for client_id, raw in samples:
                 try:
-                    out.append(prepare(labels, raw, self.config.limits, now, name_hint, span))
+                    out.append(prepare(labels, raw, limits, now, name_hint, span))
                 except ValueError as exc:
                     REJECTED.labels(type(exc).__name__).inc()
                     raise type(exc)(f"{client_id}: {exc}" if client_id else str(exc)) from exc
-        return out
+        try:
+            self._series.check(tenant, {e.fingerprint for p in out for e in p.entries}, limits.max_series, now)
+        except RateLimited:
+            REJECTED.labels("SeriesLimit").inc(len(out))
+            raise
+        return [self._dated_as_stored(tenant, p, now) if p.dated_by_server else p for p in out]
+
+    def _dated_as_stored(self, tenant: str, prepared: Prepared, now: int) -> Prepared:
+        """A timeless pprof retried: its profiles take the times of their stored twins (see above)."""
+        twins = twin_times(self._db, tenant, [(e.fingerprint, e.content_hash) for e in prepared.entries],
+                           now - TIMELESS_RETRY_WINDOW_NS, now)
+        if not twins:
+            return prepared
+        return Prepared([_dated(e, twins.get((e.fingerprint, e.content_hash))) for e in prepared.entries],
+                        prepared.nbytes, dated_by_server=True)
 
     async def _sweep_forever(self) -> None:
         while True:
@@ -107,6 +136,10 @@ class Ingester:
                                         grace_ns=int(self.config.orphan_grace_s * 1e9), now_ns=time.time_ns())
             except Exception as exc:  # noqa: BLE001 - the next round tries again
                 log.warning("sweeping orphaned blocks failed: %s", exc)
+
+
+def _dated(entry: BlockEntry, time_ns: int | None) -> BlockEntry:
+    return entry if time_ns is None else dataclasses.replace(entry, time_ns=time_ns)
 
 
 class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):

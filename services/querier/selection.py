@@ -14,13 +14,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from flamewatch.labels.names import SERIES_LABELS
 from flamewatch.labels.selector import Matcher
 from flamewatch.pprof.profile_types import ProfileType
 from flamewatch.storage.index import ProfileRows, Series
 
 # Labels every stored series has (the ingester sets them), so matchers on them never reach samples
 # and may be given to the index, whose GIN index serves them.
-ALWAYS_SERIES_LABELS = frozenset({"__name__", "__profile_type__", "service_name"})
+ALWAYS_SERIES_LABELS = SERIES_LABELS
 
 Filter = tuple[Matcher, ...]
 

@@ -121,12 +121,12 @@ def test_merged_time_is_the_earliest_and_duration_the_span(tmp_path, go_profiles
     profile = decode(go_profiles["cpu"])
     s = Store(tmp_path / "objects")
     try:
-        first = s.put("first", [("cpu", go_profiles["cpu"])])
-        later = shifted(go_profiles["cpu"], 3600 * 10**9)
-        second = s.put("second", [("cpu", later)])
+        earlier = shifted(go_profiles["cpu"], -3600 * 10**9)  # not later: a profile from the future is refused
+        first = s.put("first", [("cpu", earlier)])
+        second = s.put("second", [("cpu", go_profiles["cpu"])])
         out = s.pprof([first[1], second[1]], tmp_path / "merged.pb.gz")
         merged = decode(out.read_bytes())
-        assert merged.time_nanos == profile.time_nanos
+        assert merged.time_nanos == profile.time_nanos - 3600 * 10**9
         assert merged.duration_nanos == 3600 * 10**9 + profile.duration_nanos
         assert merged.period == profile.period
         assert [merged.string(i) for i in merged.period_type] == ["cpu", "nanoseconds"]

@@ -7,6 +7,7 @@ import time
 import pytest
 
 from flamewatch.ingester.batcher import Batcher
+from flamewatch.storage.errors import StorageUnavailable
 
 
 class Flushes:
@@ -80,3 +81,53 @@ def test_a_failed_flush_fails_its_pushes():
             await batcher.close()
 
     asyncio.run(main())
+
+
+class RefusesOne:
+    """A store that refuses any write holding the entry "bad", as Postgres refuses a value it cannot store."""
+
+    def __init__(self) -> None:
+        self.written: list[str] = []
+        self.writes = 0
+
+    def __call__(self, tenant: str, entries) -> None:
+        self.writes += 1
+        if "bad" in entries:
+            raise RuntimeError('invalid byte sequence for encoding "UTF8": 0x00')
+        self.written += entries
+
+
+def test_a_push_that_cannot_be_written_is_refused_alone_and_its_neighbours_are_written():
+    store = RefusesOne()
+
+    async def main() -> list:
+        batcher = Batcher(store, interval_s=0.05, max_bytes=1 << 20, max_concurrent=1)
+        pushes = [batcher.submit("t", [f"good{i}a", f"good{i}b"], 1) for i in range(7)]
+        pushes.insert(3, batcher.submit("t", ["bad", "neighbour-in-the-same-push"], 1))
+        results = await asyncio.gather(*pushes, return_exceptions=True)
+        await batcher.close()
+        return results
+
+    results = asyncio.run(main())
+    assert [r is None for r in results] == [True, True, True, False, True, True, True, True]
+    assert str(results[3]) == 'invalid byte sequence for encoding "UTF8": 0x00'
+    assert sorted(store.written) == sorted(f"good{i}{p}" for i in range(7) for p in "ab")
+    assert store.writes <= 1 + 2 * 3  # the whole batch, then halves down to the one push (8 pushes: 3 levels)
+
+
+def test_an_unavailable_backend_fails_every_push_of_the_flush_at_once():
+    calls = []
+
+    def down(tenant, entries):
+        calls.append(list(entries))
+        raise StorageUnavailable("postgres unavailable: connection refused")
+
+    async def main() -> list:
+        batcher = Batcher(down, interval_s=0.05, max_bytes=1 << 20, max_concurrent=1)
+        results = await asyncio.gather(*(batcher.submit("t", [str(i)], 1) for i in range(4)), return_exceptions=True)
+        await batcher.close()
+        return results
+
+    results = asyncio.run(main())
+    assert [type(r) for r in results] == [StorageUnavailable] * 4
+    assert calls == [["0", "1", "2", "3"]]  # not retried piecemeal: the clients retry once it is back

@@ -39,6 +39,9 @@ def test_valid_labels(labels: dict[str, str]) -> None:
         ({"pödname": "v"}, 'invalid label name "pödname": must match [a-zA-Z_][a-zA-Z0-9_]*'),
         ({"x": ""}, 'label "x" has an empty value'),
         ({"x": "\udcff"}, 'label "x": value is not valid UTF-8'),
+        ({"foo": "a\x00b"}, 'label "foo": value contains a NUL character (\\x00 at position 1), which cannot be '
+                             'stored; remove it'),  # Postgres refused it at the flush: every push of it failed
+        ({"a\x00": "v"}, 'invalid label name "a\x00": must match [a-zA-Z_][a-zA-Z0-9_]*'),
         ({"b": "", "a": "", "9": "v"}, 'invalid label name "9": must match [a-zA-Z_][a-zA-Z0-9_]*'),  # sorted
         ({"b": "", "a": ""}, 'label "a" has an empty value'),
     ],

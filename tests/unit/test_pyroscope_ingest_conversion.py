@@ -245,7 +245,8 @@ def _cpu_pprof(time_nanos: int, duration_nanos: int) -> bytes:
 def test_from_and_until_date_a_pprof_without_time(time_nanos, duration_nanos, expected):
     request = convert({"name": "app.cpu{}", "from": "1700000000", "until": "1700000010", "format": "pprof"},
                       None, _cpu_pprof(time_nanos, duration_nanos))
-    prepared = prepare(request.labels, request.profile, IngestLimits(), 42, request.name_hint, request.span)
+    prepared = prepare(request.labels, request.profile, IngestLimits(), 1700000600 * 10**9,  # the server clock
+                       request.name_hint, request.span)
     [entry] = prepared.entries
     assert (entry.time_ns, entry.duration_ns) == expected
     assert entry.labels["__profile_type__"] == "process_cpu:cpu:nanoseconds:cpu:nanoseconds"

@@ -32,8 +32,10 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.profiles.v1development.profiles_pb2 import Profile as OtlpProfile
 from opentelemetry.proto.profiles.v1development.profiles_pb2 import ProfilesDictionary
 
+from flamewatch.config import IngestLimits
 from flamewatch.ingester.errors import OtlpInvalidProfile
-from flamewatch.pprof import Functions, Locations, Mappings, Profile, Samples, encode
+from flamewatch.ingester.otlp_limits import check_counts, check_depth, check_samples
+from flamewatch.pprof import Functions, LimitExceeded, Locations, Mappings, Profile, Samples, encode
 from flamewatch.pprof.wire import expand_ranges
 
 SERVICE_NAME_ATTRIBUTE = "service.name"
@@ -41,6 +43,7 @@ SERVICE_LABEL = "service_name"
 TRACE_ID_LABEL, SPAN_ID_LABEL = "trace_id", "span_id"
 _NOT_LABEL_CHARS = re.compile(r"[^A-Za-z0-9_]")
 _NO_LATER_NS = 1 << 63  # times are int64 nanoseconds inside
+_DEFAULT_LIMITS = IngestLimits()
 
 
 @dataclass(frozen=True)
@@ -55,22 +58,31 @@ class Converted:
 @dataclass(frozen=True)
 class Rejected:
     where: str
-    reason: str
+    error: ValueError  # OtlpInvalidProfile, or LimitExceeded for a profile over a limit
+
+    @property
+    def reason(self) -> str:
+        return str(self.error)
 
 
-def convert(request: ExportProfilesServiceRequest) -> tuple[list[Converted], list[Rejected]]:
+def convert(request: ExportProfilesServiceRequest,
+            limits: IngestLimits = _DEFAULT_LIMITS) -> tuple[list[Converted], list[Rejected]]:
     """Every profile of the request as a pprof with its series labels, or the reason it was refused.
 
-    A dictionary that cannot be read refuses the whole request (OtlpInvalidProfile)."""
+    A request over a count limit (`otlp_limits`) or whose dictionary cannot be read is refused whole
+    (LimitExceeded, OtlpInvalidProfile) before anything is converted."""
+    check_counts(request, limits)
     dictionary = Dictionary.read(request.dictionary)
     converted, rejected = [], []
     for where, attributes, profile in _profiles(request):
         try:
+            check_samples(profile, limits)
             labels = {k: v for a in attributes for k, v in _labels(a, dictionary).items()}
             labels.update(dictionary.profile_labels(profile.attribute_indices))
-            converted.append(Converted(where, labels, encode(_profile(profile, dictionary), compress=False)))
-        except OtlpInvalidProfile as exc:
-            rejected.append(Rejected(where, f"{where}: {exc}"))
+            pprof = encode(_profile(profile, dictionary, limits), compress=False)
+            converted.append(Converted(where, labels, pprof))
+        except (OtlpInvalidProfile, LimitExceeded) as exc:
+            rejected.append(Rejected(where, type(exc)(f"{where}: {exc}")))
     return converted, rejected
 
 
@@ -258,10 +270,11 @@ class _Interner:
 # ---------------------------------------------------------------------------------------- profile
 
 
-def _profile(p: OtlpProfile, d: Dictionary) -> Profile:
+def _profile(p: OtlpProfile, d: Dictionary, limits: IngestLimits) -> Profile:
     stack, values, times = _sample_columns(p)
     _check_range(stack, len(d.stack_offsets) - 1, "samples[].stack_index", "stack_table")
     depth = d.stack_offsets[stack + 1] - d.stack_offsets[stack]
+    check_depth(depth, limits)
     sample_locations = d.stack_locations[expand_ranges(d.stack_offsets[stack], depth)]
     _check_range(sample_locations, len(d.location_mapping), "stack_table[].location_indices", "location_table")
     offsets = np.zeros(len(stack) + 1, np.int64)

@@ -29,7 +29,7 @@ from opentelemetry.proto.collector.profiles.v1development.profiles_service_pb2 i
 )
 
 from flamewatch.config import IngesterConfig
-from flamewatch.ingester.errors import OtlpDecodeError, OtlpInvalidProfile
+from flamewatch.ingester.errors import OtlpDecodeError
 from flamewatch.ingester.otlp import convert
 from flamewatch.pprof import LimitExceeded, decompress
 from flamewatch.rpc.errors import UnsupportedMediaTypeError, count_error, log_failure, message_of, status_of
@@ -56,8 +56,8 @@ class Pusher(Protocol):
 
 async def export(pusher: Pusher, tenant: str, request: ExportProfilesServiceRequest) -> ExportProfilesServiceResponse:
     """Push every profile of the request; answer with the ones refused, or raise when all were."""
-    converted, refused = await asyncio.to_thread(convert, request)
-    errors: list[ValueError] = [OtlpInvalidProfile(r.reason) for r in refused]
+    converted, refused = await asyncio.to_thread(convert, request, pusher.config.limits)
+    errors: list[ValueError] = [r.error for r in refused]
     results = await asyncio.gather(*(pusher.push(tenant, [(c.labels, [(c.where, c.pprof)])]) for c in converted),
                                    return_exceptions=True)
     for result in results:

@@ -21,6 +21,8 @@ import grpc
 from fastapi import APIRouter
 
 from flamewatch.api.push.v1 import push_pb2, push_pb2_grpc
+from flamewatch.config import IngestLimits
+from flamewatch.pprof import LimitExceeded
 from flamewatch.rpc import connect
 from flamewatch.rpc.grpc_server import handled
 from flamewatch.rpc.tenant import tenant_from_metadata
@@ -28,18 +30,27 @@ from flamewatch.rpc.tenant import tenant_from_metadata
 SERVICE = push_pb2.DESCRIPTOR.services_by_name["PusherService"]
 DROPPED_LABELS = frozenset({"__delta__", "__session_id__"})
 _NOT_IN_NAME = re.compile(r"[^a-zA-Z0-9_]")
+_MAX_PROFILES = IngestLimits().max_profiles_per_push
 
 Series = list[tuple[dict[str, str], list[tuple[str, bytes]]]]
 PushFn = Callable[[str, Series], Awaitable[object]]  # Ingester.push without a name hint
 
 
-def series_of(request: push_pb2.PushRequest) -> Series:
-    """The push as the ingester takes it; a push without any profile is refused."""
+def series_of(request: push_pb2.PushRequest, max_profiles: int = _MAX_PROFILES) -> Series:
+    """The push as the ingester takes it; a push without any profile, or with more than `max_profiles`,
+    is refused before any of its profiles is read."""
+    _check_count(len(request.series), max_profiles, "series")
+    _check_count(sum(len(s.samples) for s in request.series), max_profiles, "profiles")
     series = [(labels_of(s.labels), [(sample.ID, sample.raw_profile) for sample in s.samples])
               for s in request.series]
     if not any(samples for _, samples in series):
         raise ValueError("push has no profiles: each series needs at least one sample with a raw_profile")
     return series
+
+
+def _check_count(count: int, limit: int, what: str) -> None:
+    if count > limit:
+        raise LimitExceeded(f"push has {count} {what}, the limit is {limit} per push (--limits.max-profiles-per-push)")
 
 
 def labels_of(pairs: Iterable) -> dict[str, str]:
@@ -61,25 +72,26 @@ def label_name(name: str) -> str:
     return f"_{cleaned}" if cleaned[:1].isdigit() else cleaned
 
 
-def connect_router(push: PushFn, max_body_bytes: int) -> APIRouter:
+def connect_router(push: PushFn, max_body_bytes: int, max_profiles: int = _MAX_PROFILES) -> APIRouter:
     """`POST /push.v1.PusherService/Push` for the ingester's HTTP app."""
 
     async def handle(request: push_pb2.PushRequest, call: connect.Call) -> push_pb2.PushResponse:
-        await push(call.tenant, series_of(request))
+        await push(call.tenant, series_of(request, max_profiles))
         return push_pb2.PushResponse()
 
     return connect.router(connect.Service(SERVICE, {"Push": handle}, max_body_bytes))
 
 
 class PusherServicer(push_pb2_grpc.PusherServiceServicer):
-    def __init__(self, push: PushFn):
-        self._push = push
+    def __init__(self, push: PushFn, max_profiles: int = _MAX_PROFILES):
+        self._push, self._max_profiles = push, max_profiles
 
     @handled
     async def Push(self, request: push_pb2.PushRequest, context: grpc.aio.ServicerContext):
-        await self._push(tenant_from_metadata(context.invocation_metadata()), series_of(request))
+        series = series_of(request, self._max_profiles)
+        await self._push(tenant_from_metadata(context.invocation_metadata()), series)
         return push_pb2.PushResponse()
 
 
-def register_grpc(push: PushFn, server: grpc.aio.Server) -> None:
-    push_pb2_grpc.add_PusherServiceServicer_to_server(PusherServicer(push), server)
+def register_grpc(push: PushFn, server: grpc.aio.Server, max_profiles: int = _MAX_PROFILES) -> None:
+    push_pb2_grpc.add_PusherServiceServicer_to_server(PusherServicer(push, max_profiles), server)

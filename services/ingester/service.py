@@ -190,7 +190,9 @@ def http_router(ingester: Ingester) -> APIRouter:
 
     # Pyroscope's push over Connect; a push may hold many profiles, so its body may be as large as one
     # decompressed profile (the gRPC message limit too), and each profile still meets the profile limits.
-    router.include_router(pyroscope.connect_router(ingester.push, ingester.config.limits.max_decompressed_bytes))
+    limits = ingester.config.limits
+    router.include_router(pyroscope.connect_router(ingester.push, limits.max_decompressed_bytes,
+                                                   limits.max_profiles_per_push))
     router.include_router(otlp_http_router(ingester))
     return router
 
@@ -209,7 +211,7 @@ async def _read_body(request: Request, limit: int) -> bytes:
 def register_grpc(ingester: Ingester):
     def register(server) -> None:
         ingest_pb2_grpc.add_IngestServiceServicer_to_server(IngestServicer(ingester), server)
-        pyroscope.register_grpc(ingester.push, server)
+        pyroscope.register_grpc(ingester.push, server, ingester.config.limits.max_profiles_per_push)
         server.add_generic_rpc_handlers((otlp_grpc_handler(ingester),))
 
     return register

@@ -1,10 +1,14 @@
 """push.v1 series → the ingester's input: Pyroscope's label names made ours, its internal labels dropped."""
 
+import asyncio
+
+import httpx
 import pytest
+from fastapi import FastAPI
 
 from flamewatch.api.push.v1 import push_pb2
 from flamewatch.api.types.v1 import types_pb2
-from flamewatch.ingester.pyroscope import label_name, series_of
+from flamewatch.ingester.pyroscope import connect_router, label_name, series_of
 
 
 def _request(*labelled: list[tuple[str, str]]) -> push_pb2.PushRequest:
@@ -45,3 +49,28 @@ def test_a_push_without_profiles_is_refused():
     with pytest.raises(ValueError, match="push has no profiles"):
         series_of(push_pb2.PushRequest(series=[push_pb2.RawProfileSeries(
             labels=[types_pb2.LabelPair(name="service_name", value="a")])]))
+
+
+def test_a_push_over_the_profile_count_is_refused_before_any_profile_is_read():
+    """Over Connect, in process: 1,001 tiny profiles would each be decompressed and decoded."""
+    pushed = []
+
+    async def push(tenant, series):
+        pushed.append(series)
+
+    async def call(request: push_pb2.PushRequest) -> httpx.Response:
+        app = FastAPI()
+        app.include_router(connect_router(push, 1 << 20, max_profiles=1000))
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://ingester") as client:
+            return await client.post("/push.v1.PusherService/Push", content=request.SerializeToString(),
+                                     headers={"Content-Type": "application/proto"})
+
+    many = push_pb2.PushRequest(series=[push_pb2.RawProfileSeries(
+        labels=[types_pb2.LabelPair(name="service_name", value="a")],
+        samples=[push_pb2.RawSample(ID=f"s{i}", raw_profile=b"pprof") for i in range(1001)])])
+    r = asyncio.run(call(many))
+    assert (r.status_code, r.json()) == (429, {"code": "resource_exhausted", "message": (
+        "push has 1001 profiles, the limit is 1000 per push (--limits.max-profiles-per-push)")})
+    del many.series[0].samples[1000]
+    assert asyncio.run(call(many)).status_code == 200
+    assert [len(s[0][1]) for s in pushed] == [1000]

@@ -36,6 +36,7 @@ from flamewatch.config import IngestLimits
 from flamewatch.ingester.errors import OtlpInvalidProfile
 from flamewatch.ingester.otlp_limits import check_counts, check_depth, check_samples
 from flamewatch.pprof import Functions, LimitExceeded, Locations, Mappings, Profile, Samples, encode
+from flamewatch.pprof.validate import reduceat_int64
 from flamewatch.pprof.wire import expand_ranges
 
 SERVICE_NAME_ATTRIBUTE = "service.name"
@@ -299,8 +300,12 @@ def _sample_columns(p: OtlpProfile) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     stack = np.fromiter((s.stack_index for s in samples), np.int64, count=n)
     value_offsets, flat_values = _ragged([s.values for s in samples])
     time_offsets, times = _ragged([s.timestamps_unix_nano for s in samples], dtype=np.uint64)
-    values = np.add.reduceat(np.append(flat_values, 0), value_offsets[:-1]) * (np.diff(value_offsets) > 0)
-    values = np.where(np.diff(value_offsets) > 0, values, np.diff(time_offsets))
+    sums, over = reduceat_int64(np.append(flat_values, 0), value_offsets[:-1])
+    has_values = np.diff(value_offsets) > 0
+    if (over & has_values).any():
+        i = int(np.flatnonzero(over & has_values)[0])
+        raise OtlpInvalidProfile(f"samples[{i}].values add up past the int64 range (±{1 << 63})")
+    values = np.where(has_values, sums, np.diff(time_offsets))
     return stack, values.astype(np.int64), times
 
 

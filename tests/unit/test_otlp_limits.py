@@ -16,9 +16,10 @@ from infra.otlp import ExportBuilder
 from opentelemetry.proto.profiles.v1development.profiles_pb2 import Profile as OtlpProfile
 
 from flamewatch.config import IngesterConfig, IngestLimits
+from flamewatch.ingester.errors import OtlpInvalidProfile
 from flamewatch.ingester.otlp import convert
 from flamewatch.ingester.otlp_receiver import HTTP_PATH, http_router
-from flamewatch.pprof import LimitExceeded
+from flamewatch.pprof import LimitExceeded, decode
 
 WHERE = "resource_profiles[0].scope_profiles[0].profiles[0]"
 
@@ -115,3 +116,16 @@ def test_every_profile_over_the_limit_makes_the_request_413_as_json():
     assert r.json()["code"] == 8  # RESOURCE_EXHAUSTED
     assert r.json()["message"].startswith("2 profiles refused: " + WHERE + ": samples[0] has a stack 3 frames deep")
     assert pusher.pushed == []
+
+
+def test_a_sample_whose_values_add_up_past_int64_is_refused_not_wrapped():
+    b = ExportBuilder()
+    profile = b.profile({"service.name": "huge"}, time_ns=1_700_000_000_000_000_000)
+    profile.samples.add(stack_index=b.stack("work", "main"), values=[1 << 62, 1 << 62])
+    profile.samples.add(stack_index=b.stack("work", "main"), values=[(1 << 62) - 1, 1 << 62])
+    [], [refused] = convert(b.request)
+    assert isinstance(refused.error, OtlpInvalidProfile)
+    assert refused.reason == f"{WHERE}: samples[0].values add up past the int64 range (±9223372036854775808)"
+    del profile.samples[0]
+    [converted], [] = convert(b.request)
+    assert decode(converted.pprof).samples.values.tolist() == [[(1 << 63) - 1]]

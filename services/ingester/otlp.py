@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,6 +34,7 @@ from opentelemetry.proto.profiles.v1development.profiles_pb2 import ProfilesDict
 from flamewatch.config import IngestLimits
 from flamewatch.ingester.errors import OtlpInvalidProfile
 from flamewatch.ingester.otlp_limits import check_counts, check_depth, check_samples
+from flamewatch.labels.sanitize import label_name
 from flamewatch.pprof import Functions, LimitExceeded, Locations, Mappings, Profile, Samples, encode
 from flamewatch.pprof.validate import reduceat_int64
 from flamewatch.pprof.wire import expand_ranges
@@ -42,7 +42,6 @@ from flamewatch.pprof.wire import expand_ranges
 SERVICE_NAME_ATTRIBUTE = "service.name"
 SERVICE_LABEL = "service_name"
 TRACE_ID_LABEL, SPAN_ID_LABEL = "trace_id", "span_id"
-_NOT_LABEL_CHARS = re.compile(r"[^A-Za-z0-9_]")
 _NO_LATER_NS = 1 << 63  # times are int64 nanoseconds inside
 _DEFAULT_LIMITS = IngestLimits()
 
@@ -104,13 +103,6 @@ def _labels(attributes, dictionary: Dictionary) -> dict[str, str]:
         if value:  # an empty value is no label, as in Prometheus
             out[label_name(_key(attribute, strings))] = value
     return out
-
-
-def label_name(key: str) -> str:
-    """The series label an OTLP attribute key becomes: `service.name` is `service_name`, `k8s.pod.name`
-    is `k8s_pod_name`."""
-    name = _NOT_LABEL_CHARS.sub("_", key)
-    return f"_{name}" if name[:1].isdigit() else name
 
 
 def _key(attribute: KeyValue, strings: list[str]) -> str:

@@ -14,7 +14,6 @@ Pyroscope takes label names our selectors cannot name: the Python SDK sends `ote
 
 from __future__ import annotations
 
-import re
 from collections.abc import Awaitable, Callable, Iterable
 
 import grpc
@@ -22,6 +21,7 @@ from fastapi import APIRouter
 
 from flamewatch.api.push.v1 import push_pb2, push_pb2_grpc
 from flamewatch.config import IngestLimits
+from flamewatch.labels.sanitize import label_name
 from flamewatch.pprof import LimitExceeded
 from flamewatch.rpc import connect
 from flamewatch.rpc.grpc_server import handled
@@ -29,7 +29,6 @@ from flamewatch.rpc.tenant import tenant_from_metadata
 
 SERVICE = push_pb2.DESCRIPTOR.services_by_name["PusherService"]
 DROPPED_LABELS = frozenset({"__delta__", "__session_id__"})
-_NOT_IN_NAME = re.compile(r"[^a-zA-Z0-9_]")
 _MAX_PROFILES = IngestLimits().max_profiles_per_push
 
 Series = list[tuple[dict[str, str], list[tuple[str, bytes]]]]
@@ -57,19 +56,13 @@ def labels_of(pairs: Iterable) -> dict[str, str]:
     labels: dict[str, str] = {}
     sent_as: dict[str, str] = {}  # our name -> the name the client sent
     for pair in pairs:
-        if pair.name in DROPPED_LABELS:
-            continue
         name = label_name(pair.name)
+        if name in DROPPED_LABELS:  # also when the client wrote it differently, e.g. `__delta..`
+            continue
         if labels.get(name, pair.value) != pair.value:
             raise ValueError(f'labels "{sent_as[name]}" and "{pair.name}" both become "{name}" with different values')
         labels[name], sent_as[name] = pair.value, pair.name
     return labels
-
-
-def label_name(name: str) -> str:
-    """A Pyroscope label name as one of ours: `otel.scope.name` → `otel_scope_name`."""
-    cleaned = _NOT_IN_NAME.sub("_", name)
-    return f"_{cleaned}" if cleaned[:1].isdigit() else cleaned
 
 
 def connect_router(push: PushFn, max_body_bytes: int, max_profiles: int = _MAX_PROFILES) -> APIRouter:

@@ -10,8 +10,9 @@ own form (every query parameter a label).
 The conversion, following what a Pyroscope server does with the same request:
 - `name=`: the application name becomes `service_name` (kept as `app_name` when the tags set
   `service_name` themselves); a known type suffix (`.cpu`, `.inuse_space`, `.mutex_count`, ...) is
-  taken off it; the tags become labels, with "." in their names turned into "_" (our label names are
-  Prometheus'), and tags starting with "__" dropped except `__session_id__`.
+  taken off it; the tags become labels, with "." in their names turned into "_" and a leading digit
+  given a "_" before it (`flamewatch.labels.sanitize`, as on every push path), and tags starting with
+  "__" dropped except `__session_id__`.
 - the profile name (`__name__`) comes from the pprof's content as for every push; the suffix, or else
   the display names of `sample_type_config` (Go's mutex and block profiles share their sample types and
   differ only there), are the hint that chooses between the names the content allows.
@@ -33,6 +34,7 @@ import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
+from flamewatch.labels.sanitize import label_name
 from flamewatch.pprof import LimitExceeded, PprofError
 from flamewatch.rpc.errors import UnprocessableError, UnsupportedFormatError
 from flamewatch.timerange import parse_time
@@ -173,9 +175,9 @@ def series_labels(name: AppName, spy: str | None) -> dict[str, str]:
     """The series labels of a parsed name (see the module docstring)."""
     labels: dict[str, str] = {}
     for key, value in name.tags.items():
-        if key.startswith("__") and key != SESSION_LABEL:
+        label = label_name(key)
+        if label.startswith("__") and label != SESSION_LABEL:  # `_.x` too, which becomes `__x`
             continue
-        label = key.replace(".", "_")
         if label in labels:
             raise ValueError(f'tags "{key}" and another one both become the label "{label}" ("." is written "_")')
         labels[label] = value

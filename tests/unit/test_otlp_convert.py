@@ -11,7 +11,7 @@ from google.protobuf import json_format
 from infra.otlp import ExportBuilder
 
 from flamewatch.ingester.errors import OtlpDecodeError, OtlpInvalidProfile
-from flamewatch.ingester.otlp import convert, label_name
+from flamewatch.ingester.otlp import convert
 from flamewatch.ingester.otlp_receiver import parse_json, parse_protobuf
 from flamewatch.pprof import Profile, decode
 
@@ -90,12 +90,6 @@ def test_a_time_after_int64_nanoseconds_refuses_the_profile(time_field: str):
         profile.samples[2].timestamps_unix_nano[:] = []
     assert [r.reason for r in convert(b.request)[1]] == [
         f"{WHERE}: time 18446744073709551615 ns is after the year 2262, the last time we store"]
-
-
-@pytest.mark.parametrize(("key", "name"), [("service.name", "service_name"), ("k8s.pod.name", "k8s_pod_name"),
-                                           ("host-name", "host_name"), ("1st", "_1st"), ("plain", "plain")])
-def test_attribute_keys_become_valid_label_names(key: str, name: str):
-    assert label_name(key) == name
 
 
 def _break(what: str, b: ExportBuilder) -> None:

@@ -21,10 +21,11 @@ The conversion, following what a Pyroscope server does with the same request:
 - `spyName` becomes the `pyroscope_spy` label.
 
 Failures, as the SDKs expect them: bad metadata (the query string, `sample_type_config`) is a
-ValueError (400); a body that cannot be read as a profile (multipart framing, no `profile` part, pprof
-that does not decode) is UnprocessableError (422); a format other than pprof is UnsupportedFormatError
-(415); size limits stay LimitExceeded (413). Nothing of a rejected request is written: `push` stores
-all of a request's profiles or none.
+ValueError (400); a pprof that does not decode or breaks pprof's rules is the ingester's PprofError
+(400, as in our own form of `/ingest` and on every other push path); a multipart body that cannot be
+read as a form with a `profile` part is UnprocessableError (422); a format other than pprof is
+UnsupportedFormatError (415); size limits stay LimitExceeded (413). Nothing of a rejected request is
+written: `push` stores all of a request's profiles or none.
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from flamewatch.labels.sanitize import label_name
-from flamewatch.pprof import LimitExceeded, PprofError
 from flamewatch.rpc.errors import UnprocessableError, UnsupportedFormatError
 from flamewatch.timerange import parse_time
 
@@ -112,13 +112,8 @@ async def ingest(push: Push, tenant: str, query: Mapping[str, str], content_type
                  body: bytes) -> tuple[int, int]:
     """Convert one SDK request and push it; returns what `push` returns (typed profiles, bytes)."""
     request = convert(query, content_type, body)
-    try:
-        return await push(tenant, [(request.labels, [("", request.profile)])], request.name_hint,
-                          span=request.span)
-    except LimitExceeded:
-        raise
-    except PprofError as exc:
-        raise UnprocessableError(f"profile: {exc}") from exc
+    # A profile that does not decode is a PprofError, 400 as in our own form and on every push path.
+    return await push(tenant, [(request.labels, [("", request.profile)])], request.name_hint, span=request.span)
 
 
 def convert(query: Mapping[str, str], content_type: str | None, body: bytes) -> IngestRequest:

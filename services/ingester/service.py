@@ -166,7 +166,8 @@ The Pyroscope SDKs' (pyroscope-go and the SDKs sharing its upload code), chosen 
 `name=app.cpu{k=v}&from=...&until=...&format=pprof&spyName=...&sampleRate=...`, the pprof as the body
 or as the `profile` field of a multipart form with `sample_type_config`. Answers: 400 bad metadata (a
 bad `name=`, time, sampleRate or sample_type_config, an unknown format), 413 over a size limit, 415 a
-format other than pprof (jfr, ...), 422 a body that is not a profile (malformed multipart or pprof).
+format other than pprof (jfr, ...), 422 a malformed multipart form. A body that is not a pprof is 400
+in both forms.
 Every parameter other than these is ignored in this form."""
 
 

@@ -32,6 +32,7 @@ from google.protobuf.message_factory import GetMessageClass
 from starlette.datastructures import Headers
 
 from flamewatch.pprof import LimitExceeded
+from flamewatch.rpc.body import read_limited
 from flamewatch.rpc.errors import (
     DeadlineExceededError,
     UnimplementedError,
@@ -99,7 +100,7 @@ async def serve(service: Service, name: str, request: Request) -> Response:
         tenant = resolve_tenant(request.headers.get(HEADER))
         timeout_s = _timeout_s(request.headers.get("connect-timeout-ms"))
         body = await read_body(request, service.max_body_bytes)
-        message = _decode(codec, body, GetMessageClass(method.input_type), procedure)
+        message = decode(codec, body, GetMessageClass(method.input_type), procedure)
         reply = await _with_deadline(service.handlers[name](message, Call(tenant, request.headers)), timeout_s)
         return _reply(_encode(codec, reply), codec, request.headers.get("accept-encoding", ""))
     except Exception as exc:  # noqa: BLE001 - every failure becomes a Connect error here
@@ -146,15 +147,11 @@ async def read_body(request: Request, limit: int) -> bytes:
                 or "identity").strip().lower()
     if encoding not in ("identity", "gzip"):
         raise UnimplementedError(f'content encoding "{encoding}" is not supported: send gzip or identity')
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise LimitExceeded(f"request body is larger than {limit} bytes, the limit")
-    return _gunzip(bytes(body), limit) if encoding == "gzip" else bytes(body)
+    body = await read_limited(request, limit)
+    return gunzip(body, limit) if encoding == "gzip" else body
 
 
-def _gunzip(data: bytes, limit: int) -> bytes:
+def gunzip(data: bytes, limit: int) -> bytes:
     inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
     try:
         out = inflater.decompress(data, limit + 1)
@@ -167,7 +164,7 @@ def _gunzip(data: bytes, limit: int) -> bytes:
     return out
 
 
-def _decode(codec: str, body: bytes, kind: type[Message], procedure: str) -> Message:
+def decode(codec: str, body: bytes, kind: type[Message], procedure: str) -> Message:
     message = kind()
     try:
         if codec == PROTO:

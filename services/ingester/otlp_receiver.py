@@ -32,6 +32,7 @@ from flamewatch.config import IngesterConfig
 from flamewatch.ingester.errors import OtlpDecodeError
 from flamewatch.ingester.otlp import convert
 from flamewatch.pprof import LimitExceeded, decompress
+from flamewatch.rpc.body import read_limited
 from flamewatch.rpc.errors import UnsupportedMediaTypeError, count_error, log_failure, message_of, status_of
 from flamewatch.rpc.grpc_server import handled
 from flamewatch.rpc.openapi import TENANT_DESCRIPTION, TENANT_HEADER_SCHEMA
@@ -226,17 +227,13 @@ def _checked_media_type(request: Request) -> str:
 
 
 async def _body(request: Request, max_bytes: int, max_decompressed: int) -> bytes:
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > max_bytes:
-            raise LimitExceeded(f"request body is larger than {max_bytes} bytes, the limit")
+    body = await read_limited(request, max_bytes)
     encoding = request.headers.get("content-encoding", "").strip().lower()
     if encoding not in ("", "identity", "gzip"):
         raise UnsupportedMediaTypeError(f'Content-Encoding "{encoding}" is not supported: send gzip or no encoding')
     if encoding == "gzip" and not body.startswith(b"\x1f\x8b"):
         raise OtlpDecodeError("Content-Encoding is gzip, but the body is not gzip data")
-    data = decompress(bytes(body), max_decompressed)  # gzip without the header is accepted too
+    data = decompress(body, max_decompressed)  # gzip without the header is accepted too
     if not data:
         raise OtlpDecodeError("empty request body: send an ExportProfilesServiceRequest")
     return data

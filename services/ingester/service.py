@@ -27,9 +27,11 @@ from flamewatch.ingester.otlp_receiver import http_router as otlp_http_router
 from flamewatch.ingester.prepare import Prepared, prepare
 from flamewatch.ingester.ratelimit import TenantRateLimiter
 from flamewatch.ingester.writer import BlockWriter
-from flamewatch.pprof import LimitExceeded, hint_from_file_name
+from flamewatch.pprof import hint_from_file_name
+from flamewatch.rpc.body import read_limited
 from flamewatch.rpc.errors import RateLimited
 from flamewatch.rpc.grpc_server import handled
+from flamewatch.rpc.labelpairs import labels_of_pairs
 from flamewatch.rpc.openapi import ERROR_RESPONSES, TENANT_DESCRIPTION, TENANT_HEADER_SCHEMA
 from flamewatch.rpc.tenant import HEADER, resolve_tenant, tenant_from_metadata
 from flamewatch.storage.objstore import ObjectStore
@@ -116,7 +118,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
     @handled
     async def Push(self, request: ingest_pb2.PushRequest, context: grpc.aio.ServicerContext):
         tenant = tenant_from_metadata(context.invocation_metadata())
-        series = [({lp.name: lp.value for lp in s.labels}, [(r.id, r.raw_profile) for r in s.samples])
+        series = [(labels_of_pairs(s.labels), [(r.id, r.raw_profile) for r in s.samples])
                   for s in request.series]
         profiles, nbytes = await self._ingester.push(tenant, series)
         return ingest_pb2.PushResponse(profiles=profiles, bytes=nbytes)
@@ -199,11 +201,7 @@ def http_router(ingester: Ingester) -> APIRouter:
 
 
 async def _read_body(request: Request, limit: int) -> bytes:
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise LimitExceeded(f"request body is larger than {limit} bytes, the limit")
+    body = await read_limited(request, limit)
     if not body:
         raise ValueError("empty request body: send a pprof profile, e.g. curl --data-binary @cpu.pb.gz")
     return bytes(body)

@@ -4,7 +4,6 @@ the HTTP receiver in process, with a pusher that records what reaches it."""
 from __future__ import annotations
 
 import asyncio
-import gzip
 import time
 from dataclasses import dataclass, field
 
@@ -12,8 +11,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 from google.protobuf import json_format
-from infra.otlp import ExportBuilder
-from opentelemetry.proto.profiles.v1development.profiles_pb2 import Profile as OtlpProfile
+from infra.otlp import ExportBuilder, many_samples
 
 from flamewatch.config import IngesterConfig, IngestLimits
 from flamewatch.ingester.errors import OtlpInvalidProfile
@@ -46,17 +44,6 @@ def post(pusher: RecordingPusher, body: bytes) -> httpx.Response:
         headers["Content-Encoding"] = "gzip"
 
     return asyncio.run(request())
-
-
-def many_samples(n: int) -> bytes:
-    """A gzipped export of one profile with n samples of one stack: a few KB for 600k samples."""
-    b = ExportBuilder()
-    profile = b.profile({"service.name": "big"}, time_ns=1_700_000_000_000_000_000)
-    one = OtlpProfile()
-    one.samples.add(stack_index=b.stack("work", "main"), values=[1])
-    # Merged as bytes (repeated fields append): adding 600k messages one by one would take seconds.
-    profile.MergeFromString(one.SerializeToString() * n)
-    return gzip.compress(b.request.SerializeToString(), 9)
 
 
 def test_an_export_of_600k_samples_is_refused_with_413_before_it_is_converted():

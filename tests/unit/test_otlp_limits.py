@@ -4,6 +4,8 @@ the HTTP receiver in process, with a pusher that records what reaches it."""
 from __future__ import annotations
 
 import asyncio
+import gzip
+import json
 import time
 from dataclasses import dataclass, field
 
@@ -32,14 +34,15 @@ class RecordingPusher:
         return 1, 1
 
 
-def post(pusher: RecordingPusher, body: bytes) -> httpx.Response:
+def post(pusher: RecordingPusher, body: bytes, as_json: bool = False) -> httpx.Response:
     async def request() -> httpx.Response:
         app = FastAPI()
         app.include_router(http_router(pusher))
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://ingester") as client:
             return await client.post(HTTP_PATH, content=body, headers=headers)
 
-    headers = {"Content-Type": "application/json" if body.startswith(b"{") else "application/x-protobuf"}
+    as_json = as_json or body.startswith(b"{")
+    headers = {"Content-Type": "application/json" if as_json else "application/x-protobuf"}
     if body.startswith(b"\x1f\x8b"):
         headers["Content-Encoding"] = "gzip"
 
@@ -116,3 +119,34 @@ def test_a_sample_whose_values_add_up_past_int64_is_refused_not_wrapped():
     del profile.samples[0]
     [converted], [] = convert(b.request)
     assert decode(converted.pprof).samples.values.tolist() == [[(1 << 63) - 1]]
+
+
+def test_a_json_export_is_counted_before_protobufs_json_parser_runs():
+    """600k samples as OTLP/JSON: 63 KB gzipped, and 6 s of CPU in the JSON parser before the limit was checked."""
+    profile = {"samples": [{"stackIndex": 1, "values": ["1"]}] * 600_000}
+    body = json.dumps({"resourceProfiles": [{"scopeProfiles": [{"profiles": [profile]}]}],
+                       "dictionary": {"stringTable": [""]}}).encode()
+    pusher = RecordingPusher(IngesterConfig())
+    started = time.process_time()
+    r = post(pusher, gzip.compress(body), as_json=True)
+    cpu_s = time.process_time() - started
+    assert r.status_code == 413, r.text
+    assert r.json() == {"code": 8, "message": f"{WHERE}: profile has 600000 samples, the limit is 500000 "
+                                              "(--limits.max-samples)"}
+    # json.loads of the 21.6 MB document itself takes ~1-1.5 s; the parser and conversion took 6 s more.
+    assert cpu_s < 3.0, f"refusing took {cpu_s:.2f} s of CPU"
+    assert pusher.pushed == []
+
+
+@pytest.mark.parametrize(("limits", "message"), [
+    (IngestLimits(max_profiles_per_push=1), "the export holds 2 resource_profiles, the limit is 1 per request "
+                                            "(--limits.max-profiles-per-push)"),
+    (IngestLimits(max_otlp_entries=44), "the export holds more than 44 entries"),
+])
+def test_json_exports_meet_the_same_count_limits(limits: IngestLimits, message: str):
+    pusher = RecordingPusher(IngesterConfig(limits=limits))
+    r = post(pusher, json_format.MessageToJson(deep_export(3).request).encode())
+    assert r.status_code == 413, r.text
+    assert r.json()["message"].startswith(message)
+    assert post(RecordingPusher(IngesterConfig(limits=IngestLimits(max_otlp_entries=45))),
+                json_format.MessageToJson(deep_export(3).request).encode()).status_code == 200

@@ -47,6 +47,15 @@ def series_of(request: push_pb2.PushRequest, max_profiles: int = _MAX_PROFILES) 
     return series
 
 
+def check_json_counts(document: object, max_profiles: int = _MAX_PROFILES) -> None:
+    """The counts of `series_of` on a JSON push, before protobuf's JSON parser walks it (~10 µs a series)."""
+    series = document.get("series") if isinstance(document, dict) else None
+    if isinstance(series, list):
+        _check_count(len(series), max_profiles, "series")
+        samples = (s.get("samples") for s in series if isinstance(s, dict))
+        _check_count(sum(len(x) for x in samples if isinstance(x, list)), max_profiles, "profiles")
+
+
 def _check_count(count: int, limit: int, what: str) -> None:
     if count > limit:
         raise LimitExceeded(f"push has {count} {what}, the limit is {limit} per push (--limits.max-profiles-per-push)")
@@ -72,7 +81,8 @@ def connect_router(push: PushFn, max_body_bytes: int, max_profiles: int = _MAX_P
         await push(call.tenant, series_of(request, max_profiles))
         return push_pb2.PushResponse()
 
-    return connect.router(connect.Service(SERVICE, {"Push": handle}, max_body_bytes))
+    checks = {"Push": lambda document: check_json_counts(document, max_profiles)}
+    return connect.router(connect.Service(SERVICE, {"Push": handle}, max_body_bytes, checks))
 
 
 class PusherServicer(push_pb2_grpc.PusherServiceServicer):

@@ -279,6 +279,8 @@ def _profile(p: OtlpProfile, d: Dictionary, limits: IngestLimits) -> Profile:
     time_nanos = p.time_unix_nano or (int(times.min()) if len(times) else 0)
     if time_nanos >= _NO_LATER_NS:
         raise OtlpInvalidProfile(f"time {time_nanos} ns is after the year 2262, the last time we store")
+    if p.duration_nano >= _NO_LATER_NS:  # uint64 in OTLP, int64 in pprof
+        raise OtlpInvalidProfile(f"duration_nano {p.duration_nano} is longer than int64 nanoseconds (292 years)")
     return _compact_strings(d.client_strings, Profile(
         strings=d.strings, sample_types=sample_type, samples=samples, locations=locations,
         functions=functions, mappings=mappings, period_type=period_type, period=p.period,

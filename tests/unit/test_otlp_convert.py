@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+from pathlib import Path
 
 import pytest
 from google.protobuf import json_format
@@ -206,3 +207,19 @@ def test_an_attribute_outside_the_string_table_refuses_the_request(field: str, m
 def test_bad_protobuf_is_named():
     with pytest.raises(OtlpDecodeError, match="^not an OTLP ExportProfilesServiceRequest: invalid protobuf "):
         parse_protobuf(b"\x0a\x05ab")
+
+
+FUZZ_INPUTS = Path(__file__).parent / "testdata" / "fuzz"  # inputs the fuzz campaign found (fuzz/README.md)
+
+
+def test_a_duration_past_int64_refuses_its_profile_alone():
+    """Found by fuzzing: OTLP's duration_nano is uint64, and one past int64 failed the whole request with
+    protobuf's "Value out of range" while the pprof was written."""
+    request = parse_protobuf((FUZZ_INPUTS / "otlp-duration-past-int64.pb").read_bytes())
+    converted, refused = convert(request)
+    assert [r.reason for r in refused] == [
+        f"{WHERE}: duration_nano 15912994314852181580 is longer than int64 nanoseconds (292 years)"]
+    b = example()
+    b.request.resource_profiles[0].scope_profiles[0].profiles[0].duration_nano = (1 << 63) - 1
+    [ok], [] = convert(b.request)
+    assert decode(ok.pprof).duration_nanos == (1 << 63) - 1

@@ -177,6 +177,8 @@ def decode(codec: str, body: bytes, kind: type[Message], procedure: str,
             message.ParseFromString(body)
         else:
             document = json.loads(body or b"{}")
+            if not isinstance(document, dict):  # protobuf's parser would fail on it with a TypeError
+                raise ValueError(f"malformed {codec} body for {procedure}: expected a JSON object")
             if json_check is not None:
                 json_check(document)
             # Connect's own servers ignore fields they do not know, so newer clients keep working.

@@ -25,8 +25,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-TARGETS = ("pprof", "gzip", "selector", "time", "config")
-MAX_LEN = {"pprof": 256 << 10, "gzip": 64 << 10, "selector": 4096, "time": 1024, "config": 64 << 10}
+TARGETS = ("pprof", "gzip", "selector", "time", "config", "otlp", "connect", "multipart")
+MAX_LEN = {"pprof": 256 << 10, "gzip": 64 << 10, "selector": 4096, "time": 1024, "config": 64 << 10,
+           "otlp": 256 << 10, "connect": 256 << 10, "multipart": 256 << 10}
 UNIT_TIMEOUT_S = 30
 RSS_LIMIT_MB = 3072
 _EXECUTED = re.compile(r"stat::number_of_executed_units:\s*(\d+)")

@@ -6,6 +6,12 @@
 - selector, time: every string literal in `tests/unit/test_selector.py` / `test_timerange.py`, each
   prefixed with the byte that picks the function under test.
 - config: the good and bad files of `tests/unit/testdata/config/` and the shipped `examples/`.
+- otlp: the export requests of the OTLP unit tests (`tests/unit/test_otlp_convert.py`,
+  `test_otlp_limits.py`) and the one an OpenTelemetry SDK sends (`tests/infra/otlp.py`).
+- connect: push.v1 `PushRequest`s of the Go profiles (one series per type, as Grafana Alloy sends them,
+  with the Python SDK's dotted labels), as protobuf, gzipped protobuf and JSON, each behind its mode byte.
+- multipart: the pyroscope-go SDK's `/ingest` form (`profile` and `sample_type_config`) of each Go
+  profile, behind `name=` lines with and without tags and type suffixes.
 
 Usage: python fuzz/seeds.py OUT_DIR
 """
@@ -40,8 +46,52 @@ def main(out: Path) -> None:
     _write(out / "time", [bytes([mode]) + s.encode() for s in time_strings for mode in (0, 1, 2)])
     configs = sorted((ROOT / "tests/unit/testdata/config").glob("*.yml")) + sorted((ROOT / "examples").glob("*.yaml"))
     _write(out / "config", [path.read_bytes() for path in configs])
+    _write(out / "otlp", _otlp_requests())
+    _write(out / "connect", _connect_pushes(profiles))
+    _write(out / "multipart", _multipart_forms(profiles))
     for target in sorted(p.name for p in out.iterdir()):
         print(f"seeds: {target}: {len(list((out / target).iterdir()))} inputs")
+
+
+def _otlp_requests() -> list[bytes]:
+    from infra.otlp import otlp_export_request
+    from unit.test_otlp_convert import example
+    from unit.test_otlp_limits import deep_export
+
+    return [example().request.SerializeToString(), deep_export(4).request.SerializeToString(),
+            gzip.decompress(otlp_export_request())]
+
+
+def _connect_pushes(profiles: dict[str, bytes]) -> list[bytes]:
+    from google.protobuf import json_format
+
+    from flamewatch.api.push.v1 import push_pb2
+    from flamewatch.api.types.v1 import types_pb2
+
+    labels = {"__name__": "process_cpu", "service_name": "checkout", "otel.scope.name": "pyroscope",
+              "__session_id__": "1234", "__delta__": "false"}
+    request = push_pb2.PushRequest(series=[push_pb2.RawProfileSeries(
+        labels=[types_pb2.LabelPair(name=k, value=v) for k, v in {**labels, "type": name}.items()],
+        samples=[push_pb2.RawSample(ID=name, raw_profile=data)]) for name, data in profiles.items()])
+    small = push_pb2.PushRequest(series=request.series[:1])
+    return [bytes([0]) + request.SerializeToString(), bytes([2]) + gzip.compress(small.SerializeToString()),
+            bytes([1]) + json_format.MessageToJson(small).encode()]
+
+
+def _multipart_forms(profiles: dict[str, bytes]) -> list[bytes]:
+    config = b'{"alloc_objects":{"units":"objects"},"alloc_space":{"units":"bytes","aggregation":"sum",' \
+             b'"display-name":"alloc_space","sampled":true,"cumulative":false}}'
+    names = [b"app.cpu{env=prod,region=eu.west}", b"app", b"app.alloc_objects{service_name=svc}"]
+    return [name + b"\n" + _form([(b"profile", data), (b"sample_type_config", config)])
+            for data in profiles.values() for name in names]
+
+
+def _form(parts: list[tuple[bytes, bytes]]) -> bytes:
+    """A multipart form as pyroscope-go writes it (Go's mime/multipart), boundary `b0undary`."""
+    body = b"".join(b"--b0undary\r\nContent-Disposition: form-data; name=\"" + name + b"\"; filename=\"" + name
+                    + b"\"\r\nContent-Type: application/octet-stream\r\n\r\n" + data + b"\r\n"
+                    for name, data in parts)
+    return body + b"--b0undary--\r\n"
 
 
 def _go_profiles() -> dict[str, bytes]:

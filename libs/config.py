@@ -28,6 +28,10 @@ class IngestLimits:
     max_decompressed_bytes: int = 64 * MiB
     max_samples: int = 500_000
     max_stack_depth: int = 1024
+    max_profiles_per_push: int = 1000
+    # OTLP: samples (with their values, timestamps and attributes) and dictionary entries of one export;
+    # each costs Python work to read, so this bounds a request's CPU before its profiles are converted.
+    max_otlp_entries: int = 2_000_000
     max_labels: int = 32
     max_label_name_length: int = 128
     max_label_value_length: int = 2048

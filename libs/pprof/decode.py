@@ -11,7 +11,9 @@ import zlib
 
 import numpy as np
 import pyarrow as pa
+from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import DecodeError as ProtobufDecodeError
+from google.protobuf.unknown_fields import UnknownFieldSet
 
 from flamewatch.api.flamewatch.v1 import pprof_envelope_pb2
 from flamewatch.pprof import wire
@@ -96,6 +98,7 @@ def decode(data: bytes, max_bytes: int = 64 << 20) -> Profile:
     if not envelope.string_table:
         raise DecodeError("not a pprof profile: a valid protobuf message, but without the string table every "
                           "pprof profile has (OTLP profiles and other protobuf messages are not pprof)")
+    _check_top_level_wire_types(envelope)
     return Profile(
         strings=_strings(envelope.string_table),
         sample_types=np.array([(t.type, t.unit) for t in envelope.sample_type], np.int64).reshape(-1, 2),
@@ -113,6 +116,26 @@ def decode(data: bytes, max_bytes: int = 64 << 20) -> Profile:
         doc_url=envelope.doc_url,
         comments=np.array(envelope.comment, np.int64),
     )
+
+
+def _check_top_level_wire_types(envelope) -> None:
+    """protobuf keeps a known field sent with another wire type (a stray varint where pprof has a message
+    or a string, bytes where it has a number) as an unknown field and reads on; `go tool pprof` refuses
+    the profile ("type mismatch"), and so do we, rather than lose the field silently."""
+    messages = [("profile", envelope), ("period_type", envelope.period_type),
+                *(("sample_type", t) for t in envelope.sample_type)]
+    for what, message in messages:
+        known = message.DESCRIPTOR.fields_by_number
+        for field in UnknownFieldSet(message):
+            if field.field_number in known:
+                declared = known[field.field_number]
+                raise DecodeError(f"{what}: field {field.field_number} ({declared.name}) has wire type "
+                                  f"{field.wire_type}, but pprof's has wire type {_wire_type(declared)}")
+
+
+def _wire_type(field: FieldDescriptor) -> int:
+    length_delimited = (field.TYPE_MESSAGE, field.TYPE_BYTES, field.TYPE_STRING)
+    return wire.WIRE_LEN if field.type in length_delimited else wire.WIRE_VARINT
 
 
 def _strings(table) -> np.ndarray:
@@ -144,6 +167,7 @@ def _offsets(owners: np.ndarray, n: int) -> np.ndarray:
 
 def _samples(messages, k: int) -> Samples:
     v, f, n = _table(messages, "sample")
+    wire.check_wire_types(f, "sample", messages=(3,))
     loc_owner, locs = wire.scalars(v, f, 1)
     val_owner, vals = wire.scalars(v, f, 2)
     counts = np.bincount(val_owner, minlength=n)
@@ -152,6 +176,7 @@ def _samples(messages, k: int) -> Samples:
         raise InvalidProfile(f"sample {bad} has {counts[bad]} values, but the profile declares {k} sample types")
     label_owner, first, last = wire.submessages(f, 3)
     lf = wire.walk_messages(v, first, last, "sample label")
+    wire.check_wire_types(lf, "sample label", varints=(1, 2, 3, 4))
     m = len(label_owner)
     return Samples(
         offsets=_offsets(loc_owner, n),
@@ -167,8 +192,10 @@ def _samples(messages, k: int) -> Samples:
 
 def _locations(messages) -> Locations:
     v, f, n = _table(messages, "location")
+    wire.check_wire_types(f, "location", varints=(1, 2, 3, 5), messages=(4,))
     line_owner, first, last = wire.submessages(f, 4)
     lf = wire.walk_messages(v, first, last, "location line")
+    wire.check_wire_types(lf, "location line", varints=(1, 2, 3))
     m = len(line_owner)
     return Locations(
         id=wire.singular(v, f, 1, n),
@@ -184,6 +211,7 @@ def _locations(messages) -> Locations:
 
 def _functions(messages) -> Functions:
     v, f, n = _table(messages, "function")
+    wire.check_wire_types(f, "function", varints=(1, 2, 3, 4, 5))
     col = lambda number: wire.singular(v, f, number, n).view(np.int64)  # noqa: E731
     return Functions(id=wire.singular(v, f, 1, n), name=col(2), system_name=col(3), filename=col(4),
                      start_line=col(5))
@@ -191,6 +219,7 @@ def _functions(messages) -> Functions:
 
 def _mappings(messages) -> Mappings:
     v, f, n = _table(messages, "mapping")
+    wire.check_wire_types(f, "mapping", varints=tuple(range(1, 11)))
     col = lambda number: wire.singular(v, f, number, n)  # noqa: E731
     return Mappings(
         id=col(1), memory_start=col(2), memory_limit=col(3), file_offset=col(4),

@@ -26,6 +26,22 @@ def validate(profile: Profile, limits: ProfileLimits = ProfileLimits()) -> None:
     _check_limits(profile, limits)
     _check_strings(profile)
     _check_ids(profile)
+    _check_totals(profile)
+
+
+def reduceat_int64(values: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`np.add.reduceat(values, starts, axis=0)` of int64 values, and where a sum is past int64 (where
+    numpy's would wrap silently).
+
+    Exact and vectorised: each value is split into its high and low 32 bits, summed apart (neither sum
+    can wrap below 2**31 values), and the carry of the low sums moved into the high ones; a sum fits in
+    int64 exactly when its high part fits in int32."""
+    values = np.asarray(values, np.int64)
+    high = np.add.reduceat(values >> 32, starts, axis=0)
+    low = np.add.reduceat(values & 0xFFFFFFFF, starts, axis=0)
+    high += low >> 32
+    over = (high < -(1 << 31)) | (high >= 1 << 31)
+    return np.where(over, 0, high) << 32 | (low & 0xFFFFFFFF), over
 
 
 def _check_limits(p: Profile, limits: ProfileLimits) -> None:
@@ -64,6 +80,18 @@ def _check_strings(p: Profile) -> None:
         bad = (idx < 0) | (idx >= n)
         if bad.any():
             raise InvalidProfile(f"{what} refers to string {idx[bad][0]}, but the string table has {n} entries")
+
+
+def _check_totals(p: Profile) -> None:
+    """Each sample type's total must fit in int64: it is stored, summed and compared as one."""
+    if len(p.samples) == 0:
+        return
+    _, over = reduceat_int64(p.samples.values, np.zeros(1, np.int64))
+    if over.any():
+        i = int(np.flatnonzero(over[0])[0])
+        name, unit = (p.strings[x] for x in p.sample_types[i])
+        raise InvalidProfile(f'the values of sample type "{name}" ({unit}) add up past the int64 range '
+                             f"(±{1 << 63}); split the profile or send smaller units")
 
 
 def _check_ids(p: Profile) -> None:

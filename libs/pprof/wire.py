@@ -136,6 +136,19 @@ def _payload_end(v: Varints, start: np.ndarray, length: np.ndarray, last: np.nda
     return v.index_of_byte(end_byte, what)
 
 
+def check_wire_types(f: Fields, what: str, varints: tuple[int, ...] = (), messages: tuple[int, ...] = ()) -> None:
+    """Refuse a known field sent with another wire type than pprof's: a singular scalar (`varints`) as
+    bytes, or a message (`messages`) as a varint. Reading past it would lose the value silently, and
+    `go tool pprof` refuses such a profile ("type mismatch"). Repeated scalars may be packed or not."""
+    wrong = np.isin(f.number, varints) & (f.wire != WIRE_VARINT)
+    wrong |= np.isin(f.number, messages) & (f.wire != WIRE_LEN)
+    if wrong.any():
+        i = int(np.flatnonzero(wrong)[0])
+        expected = WIRE_VARINT if f.wire[i] == WIRE_LEN else WIRE_LEN
+        raise DecodeError(f"{what}: field {f.number[i]} has wire type {f.wire[i]}, but pprof's field {f.number[i]} "
+                          f"has wire type {expected}")
+
+
 def scalars(v: Varints, f: Fields, number: int) -> tuple[np.ndarray, np.ndarray]:
     """A repeated scalar field, packed or not: (owning message, value) in stream order."""
     pick = f.number == number

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import json
 import logging
 import time
 import zlib
@@ -32,6 +33,7 @@ from google.protobuf.message_factory import GetMessageClass
 from starlette.datastructures import Headers
 
 from flamewatch.pprof import LimitExceeded
+from flamewatch.rpc.body import read_limited
 from flamewatch.rpc.errors import (
     DeadlineExceededError,
     UnimplementedError,
@@ -62,6 +64,7 @@ class Call:
 
 
 Handler = Callable[[Message, Call], Awaitable[Message]]
+JsonCheck = Callable[[object], None]
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,9 @@ class Service:
     descriptor: ServiceDescriptor
     handlers: Mapping[str, Handler]  # method name -> handler; the others answer unimplemented
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES  # the request body, before and after decompression
+    # method name -> a check of a JSON request as decoded JSON, run before protobuf's JSON parser, which
+    # walks every value in Python: a method can refuse a body over its count limits before paying for it
+    json_checks: Mapping[str, JsonCheck] = field(default_factory=dict)
     path: str = field(init=False)
 
     def __post_init__(self) -> None:
@@ -99,7 +105,7 @@ async def serve(service: Service, name: str, request: Request) -> Response:
         tenant = resolve_tenant(request.headers.get(HEADER))
         timeout_s = _timeout_s(request.headers.get("connect-timeout-ms"))
         body = await read_body(request, service.max_body_bytes)
-        message = _decode(codec, body, GetMessageClass(method.input_type), procedure)
+        message = decode(codec, body, GetMessageClass(method.input_type), procedure, service.json_checks.get(name))
         reply = await _with_deadline(service.handlers[name](message, Call(tenant, request.headers)), timeout_s)
         return _reply(_encode(codec, reply), codec, request.headers.get("accept-encoding", ""))
     except Exception as exc:  # noqa: BLE001 - every failure becomes a Connect error here
@@ -146,15 +152,11 @@ async def read_body(request: Request, limit: int) -> bytes:
                 or "identity").strip().lower()
     if encoding not in ("identity", "gzip"):
         raise UnimplementedError(f'content encoding "{encoding}" is not supported: send gzip or identity')
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise LimitExceeded(f"request body is larger than {limit} bytes, the limit")
-    return _gunzip(bytes(body), limit) if encoding == "gzip" else bytes(body)
+    body = await read_limited(request, limit)
+    return gunzip(body, limit) if encoding == "gzip" else body
 
 
-def _gunzip(data: bytes, limit: int) -> bytes:
+def gunzip(data: bytes, limit: int) -> bytes:
     inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
     try:
         out = inflater.decompress(data, limit + 1)
@@ -167,15 +169,21 @@ def _gunzip(data: bytes, limit: int) -> bytes:
     return out
 
 
-def _decode(codec: str, body: bytes, kind: type[Message], procedure: str) -> Message:
+def decode(codec: str, body: bytes, kind: type[Message], procedure: str,
+           json_check: JsonCheck | None = None) -> Message:
     message = kind()
     try:
         if codec == PROTO:
             message.ParseFromString(body)
         else:
+            document = json.loads(body or b"{}")
+            if not isinstance(document, dict):  # protobuf's parser would fail on it with a TypeError
+                raise ValueError(f"malformed {codec} body for {procedure}: expected a JSON object")
+            if json_check is not None:
+                json_check(document)
             # Connect's own servers ignore fields they do not know, so newer clients keep working.
-            json_format.Parse(body or b"{}", message, ignore_unknown_fields=True)
-    except (DecodeError, json_format.ParseError, UnicodeDecodeError, RecursionError) as exc:
+            json_format.ParseDict(document, message, ignore_unknown_fields=True)
+    except (DecodeError, json.JSONDecodeError, json_format.ParseError, UnicodeDecodeError, RecursionError) as exc:
         raise ValueError(f"malformed {codec} body for {procedure}: {exc}") from exc
     return message
 

@@ -25,6 +25,7 @@ from prometheus_client import Counter, Gauge
 from flamewatch.api.flamewatch.v1 import ingest_pb2, ingest_pb2_grpc, types_pb2
 from flamewatch.ratelimitedlog import RateLimitedLog
 from flamewatch.rpc.errors import RETRY_AFTER
+from flamewatch.rpc.labelpairs import label_pairs
 from flamewatch.rpc.tenant import HEADER
 
 log = logging.getLogger(__name__)
@@ -155,5 +156,5 @@ def _retry_after(exc: grpc.aio.AioRpcError) -> float | None:
 
 def _series(o: Outgoing) -> ingest_pb2.RawProfileSeries:
     return ingest_pb2.RawProfileSeries(
-        labels=[types_pb2.LabelPair(name=k, value=v) for k, v in sorted(o.labels.items())],
+        labels=label_pairs(o.labels, types_pb2.LabelPair),
         samples=[ingest_pb2.RawSample(raw_profile=o.raw)])

@@ -18,6 +18,7 @@ from flamewatch.collector.discovery.manager import DiscoveryManager
 from flamewatch.collector.manager import ScrapeManager, TargetStatus
 from flamewatch.collector.sender import Sender
 from flamewatch.rpc.grpc_server import handled
+from flamewatch.rpc.labelpairs import label_pairs
 from flamewatch.scrapeconfig import FileConfig
 from flamewatch.timerange import format_ns
 
@@ -93,7 +94,7 @@ def http_router(collector: Collector) -> APIRouter:
 
 
 def _pairs(labels: dict[str, str]) -> list[types_pb2.LabelPair]:
-    return [types_pb2.LabelPair(name=k, value=v) for k, v in sorted(labels.items())]
+    return label_pairs(labels, types_pb2.LabelPair)
 
 
 def _status_proto(s: TargetStatus) -> collector_pb2.ScrapeTargetStatus:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,14 +31,18 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.profiles.v1development.profiles_pb2 import Profile as OtlpProfile
 from opentelemetry.proto.profiles.v1development.profiles_pb2 import ProfilesDictionary
 
+from flamewatch.config import IngestLimits
 from flamewatch.ingester.errors import OtlpInvalidProfile
-from flamewatch.pprof import Functions, Locations, Mappings, Profile, Samples, encode
+from flamewatch.ingester.otlp_limits import check_counts, check_depth, check_samples
+from flamewatch.labels.sanitize import label_name
+from flamewatch.pprof import Functions, LimitExceeded, Locations, Mappings, Profile, Samples, encode
+from flamewatch.pprof.validate import reduceat_int64
 from flamewatch.pprof.wire import expand_ranges
 
 SERVICE_NAME_ATTRIBUTE = "service.name"
 TRACE_ID_LABEL, SPAN_ID_LABEL = "trace_id", "span_id"
-_NOT_LABEL_CHARS = re.compile(r"[^A-Za-z0-9_]")
 _NO_LATER_NS = 1 << 63  # times are int64 nanoseconds inside
+_DEFAULT_LIMITS = IngestLimits()
 
 
 @dataclass(frozen=True)
@@ -54,22 +57,31 @@ class Converted:
 @dataclass(frozen=True)
 class Rejected:
     where: str
-    reason: str
+    error: ValueError  # OtlpInvalidProfile, or LimitExceeded for a profile over a limit
+
+    @property
+    def reason(self) -> str:
+        return str(self.error)
 
 
-def convert(request: ExportProfilesServiceRequest) -> tuple[list[Converted], list[Rejected]]:
+def convert(request: ExportProfilesServiceRequest,
+            limits: IngestLimits = _DEFAULT_LIMITS) -> tuple[list[Converted], list[Rejected]]:
     """Every profile of the request as a pprof with its series labels, or the reason it was refused.
 
-    A dictionary that cannot be read refuses the whole request (OtlpInvalidProfile)."""
+    A request over a count limit (`otlp_limits`) or whose dictionary cannot be read is refused whole
+    (LimitExceeded, OtlpInvalidProfile) before anything is converted."""
+    check_counts(request, limits)
     dictionary = Dictionary.read(request.dictionary)
     converted, rejected = [], []
     for where, attributes, profile in _profiles(request):
         try:
+            check_samples(profile, limits)
             labels = {k: v for a in attributes for k, v in _labels(a, dictionary).items()}
             labels.update(dictionary.profile_labels(profile.attribute_indices))
-            converted.append(Converted(where, labels, encode(_profile(profile, dictionary), compress=False)))
-        except OtlpInvalidProfile as exc:
-            rejected.append(Rejected(where, f"{where}: {exc}"))
+            pprof = encode(_profile(profile, dictionary, limits), compress=False)
+            converted.append(Converted(where, labels, pprof))
+        except (OtlpInvalidProfile, LimitExceeded) as exc:
+            rejected.append(Rejected(where, type(exc)(f"{where}: {exc}")))
     return converted, rejected
 
 
@@ -90,13 +102,6 @@ def _labels(attributes, dictionary: Dictionary) -> dict[str, str]:
         if value:  # an empty value is no label, as in Prometheus
             out[label_name(_key(attribute, strings))] = value
     return out
-
-
-def label_name(key: str) -> str:
-    """The series label an OTLP attribute key becomes: `service.name` is `service_name`, `k8s.pod.name`
-    is `k8s_pod_name`."""
-    name = _NOT_LABEL_CHARS.sub("_", key)
-    return f"_{name}" if name[:1].isdigit() else name
 
 
 def _key(attribute: KeyValue, strings: list[str]) -> str:
@@ -257,10 +262,11 @@ class _Interner:
 # ---------------------------------------------------------------------------------------- profile
 
 
-def _profile(p: OtlpProfile, d: Dictionary) -> Profile:
+def _profile(p: OtlpProfile, d: Dictionary, limits: IngestLimits) -> Profile:
     stack, values, times = _sample_columns(p)
     _check_range(stack, len(d.stack_offsets) - 1, "samples[].stack_index", "stack_table")
     depth = d.stack_offsets[stack + 1] - d.stack_offsets[stack]
+    check_depth(depth, limits)
     sample_locations = d.stack_locations[expand_ranges(d.stack_offsets[stack], depth)]
     _check_range(sample_locations, len(d.location_mapping), "stack_table[].location_indices", "location_table")
     offsets = np.zeros(len(stack) + 1, np.int64)
@@ -272,6 +278,8 @@ def _profile(p: OtlpProfile, d: Dictionary) -> Profile:
     time_nanos = p.time_unix_nano or (int(times.min()) if len(times) else 0)
     if time_nanos >= _NO_LATER_NS:
         raise OtlpInvalidProfile(f"time {time_nanos} ns is after the year 2262, the last time we store")
+    if p.duration_nano >= _NO_LATER_NS:  # uint64 in OTLP, int64 in pprof
+        raise OtlpInvalidProfile(f"duration_nano {p.duration_nano} is longer than int64 nanoseconds (292 years)")
     return _compact_strings(d.client_strings, Profile(
         strings=d.strings, sample_types=sample_type, samples=samples, locations=locations,
         functions=functions, mappings=mappings, period_type=period_type, period=p.period,
@@ -285,8 +293,12 @@ def _sample_columns(p: OtlpProfile) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     stack = np.fromiter((s.stack_index for s in samples), np.int64, count=n)
     value_offsets, flat_values = _ragged([s.values for s in samples])
     time_offsets, times = _ragged([s.timestamps_unix_nano for s in samples], dtype=np.uint64)
-    values = np.add.reduceat(np.append(flat_values, 0), value_offsets[:-1]) * (np.diff(value_offsets) > 0)
-    values = np.where(np.diff(value_offsets) > 0, values, np.diff(time_offsets))
+    sums, over = reduceat_int64(np.append(flat_values, 0), value_offsets[:-1])
+    has_values = np.diff(value_offsets) > 0
+    if (over & has_values).any():
+        i = int(np.flatnonzero(over & has_values)[0])
+        raise OtlpInvalidProfile(f"samples[{i}].values add up past the int64 range (±{1 << 63})")
+    values = np.where(has_values, sums, np.diff(time_offsets))
     return stack, values.astype(np.int64), times
 
 

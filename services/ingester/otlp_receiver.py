@@ -28,10 +28,12 @@ from opentelemetry.proto.collector.profiles.v1development.profiles_service_pb2 i
     ExportProfilesServiceResponse,
 )
 
-from flamewatch.config import IngesterConfig
-from flamewatch.ingester.errors import OtlpDecodeError, OtlpInvalidProfile
+from flamewatch.config import IngesterConfig, IngestLimits
+from flamewatch.ingester.errors import OtlpDecodeError
 from flamewatch.ingester.otlp import convert
+from flamewatch.ingester.otlp_limits import check_json_counts
 from flamewatch.pprof import LimitExceeded, decompress
+from flamewatch.rpc.body import read_limited
 from flamewatch.rpc.errors import UnsupportedMediaTypeError, count_error, log_failure, message_of, status_of
 from flamewatch.rpc.grpc_server import handled
 from flamewatch.rpc.openapi import TENANT_DESCRIPTION, TENANT_HEADER_SCHEMA
@@ -44,6 +46,7 @@ HTTP_PATH = "/v1development/profiles"
 PROTOBUF, JSON = "application/x-protobuf", "application/json"
 _MAX_REASONS = 5  # partial_success.error_message names the first few refused profiles
 _RETRY_AFTER_S = "1"
+_DEFAULT_LIMITS = IngestLimits()
 
 
 class Pusher(Protocol):
@@ -56,8 +59,8 @@ class Pusher(Protocol):
 
 async def export(pusher: Pusher, tenant: str, request: ExportProfilesServiceRequest) -> ExportProfilesServiceResponse:
     """Push every profile of the request; answer with the ones refused, or raise when all were."""
-    converted, refused = await asyncio.to_thread(convert, request)
-    errors: list[ValueError] = [OtlpInvalidProfile(r.reason) for r in refused]
+    converted, refused = await asyncio.to_thread(convert, request, pusher.config.limits)
+    errors: list[ValueError] = [r.error for r in refused]
     results = await asyncio.gather(*(pusher.push(tenant, [(c.labels, [(c.where, c.pprof)])]) for c in converted),
                                    return_exceptions=True)
     for result in results:
@@ -89,17 +92,19 @@ def parse_protobuf(body: bytes) -> ExportProfilesServiceRequest:
     return request
 
 
-def parse_json(body: bytes) -> ExportProfilesServiceRequest:
-    """OTLP/JSON: ids are hex (not protobuf JSON's base64), unknown fields are ignored."""
+def parse_json(body: bytes, limits: IngestLimits = _DEFAULT_LIMITS) -> ExportProfilesServiceRequest:
+    """OTLP/JSON: ids are hex (not protobuf JSON's base64), unknown fields are ignored; the counts limits
+    are checked on the document before the (slow) protobuf JSON parser runs."""
     try:
         document = json.loads(body)
         if not isinstance(document, dict):
             raise OtlpDecodeError("not an OTLP ExportProfilesServiceRequest: the JSON body is not an object")
         _check_shape(document)
+        check_json_counts(document, limits)
         _hex_ids_to_base64(document)
         return json_format.ParseDict(document, ExportProfilesServiceRequest(), ignore_unknown_fields=True)
     except (ValueError, json_format.ParseError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-        if isinstance(exc, OtlpDecodeError):
+        if isinstance(exc, OtlpDecodeError | LimitExceeded):
             raise
         raise OtlpDecodeError(f"not an OTLP ExportProfilesServiceRequest: invalid JSON ({exc})") from exc
 
@@ -202,7 +207,8 @@ def http_router(pusher: Pusher) -> APIRouter:
         try:
             body = await _body(request, pusher.config.limits.max_compressed_bytes,
                                pusher.config.limits.max_decompressed_bytes)
-            otlp_request = parse_json(body) if _checked_media_type(request) == JSON else parse_protobuf(body)
+            limits = pusher.config.limits
+            otlp_request = parse_json(body, limits) if _checked_media_type(request) == JSON else parse_protobuf(body)
             response = await export(pusher, resolve_tenant(request.headers.get(HEADER)), otlp_request)
         except Exception as exc:  # noqa: BLE001 - every failure is answered as a Status, mapped in rpc.errors
             log_failure(log, exc, "OTLP export failed after %.0f ms: %s", 1e3 * (time.perf_counter() - started), exc)
@@ -226,17 +232,13 @@ def _checked_media_type(request: Request) -> str:
 
 
 async def _body(request: Request, max_bytes: int, max_decompressed: int) -> bytes:
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > max_bytes:
-            raise LimitExceeded(f"request body is larger than {max_bytes} bytes, the limit")
+    body = await read_limited(request, max_bytes)
     encoding = request.headers.get("content-encoding", "").strip().lower()
     if encoding not in ("", "identity", "gzip"):
         raise UnsupportedMediaTypeError(f'Content-Encoding "{encoding}" is not supported: send gzip or no encoding')
     if encoding == "gzip" and not body.startswith(b"\x1f\x8b"):
         raise OtlpDecodeError("Content-Encoding is gzip, but the body is not gzip data")
-    data = decompress(bytes(body), max_decompressed)  # gzip without the header is accepted too
+    data = decompress(body, max_decompressed)  # gzip without the header is accepted too
     if not data:
         raise OtlpDecodeError("empty request body: send an ExportProfilesServiceRequest")
     return data

@@ -10,8 +10,9 @@ own form (every query parameter a label).
 The conversion, following what a Pyroscope server does with the same request:
 - `name=`: the application name becomes `service_name` (kept as `app_name` when the tags set
   `service_name` themselves); a known type suffix (`.cpu`, `.inuse_space`, `.mutex_count`, ...) is
-  taken off it; the tags become labels, with "." in their names turned into "_" (our label names are
-  Prometheus'), and tags starting with "__" dropped except `__session_id__`.
+  taken off it; the tags become labels, with "." in their names turned into "_" and a leading digit
+  given a "_" before it (`flamewatch.labels.sanitize`, as on every push path), and tags starting with
+  "__" dropped except `__session_id__`.
 - the profile name (`__name__`) comes from the pprof's content as for every push; the suffix, or else
   the display names of `sample_type_config` (Go's mutex and block profiles share their sample types and
   differ only there), are the hint that chooses between the names the content allows.
@@ -20,10 +21,11 @@ The conversion, following what a Pyroscope server does with the same request:
 - `spyName` becomes the `pyroscope_spy` label.
 
 Failures, as the SDKs expect them: bad metadata (the query string, `sample_type_config`) is a
-ValueError (400); a body that cannot be read as a profile (multipart framing, no `profile` part, pprof
-that does not decode) is UnprocessableError (422); a format other than pprof is UnsupportedFormatError
-(415); size limits stay LimitExceeded (413). Nothing of a rejected request is written: `push` stores
-all of a request's profiles or none.
+ValueError (400); a pprof that does not decode or breaks pprof's rules is the ingester's PprofError
+(400, as in our own form of `/ingest` and on every other push path); a multipart body that cannot be
+read as a form with a `profile` part is UnprocessableError (422); a format other than pprof is
+UnsupportedFormatError (415); size limits stay LimitExceeded (413). Nothing of a rejected request is
+written: `push` stores all of a request's profiles or none.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from flamewatch.labels.names import SERVICE_LABEL
-from flamewatch.pprof import LimitExceeded, PprofError
+from flamewatch.labels.sanitize import label_name
 from flamewatch.rpc.errors import UnprocessableError, UnsupportedFormatError
 from flamewatch.timerange import parse_time
 
@@ -110,13 +112,8 @@ async def ingest(push: Push, tenant: str, query: Mapping[str, str], content_type
                  body: bytes) -> tuple[int, int]:
     """Convert one SDK request and push it; returns what `push` returns (typed profiles, bytes)."""
     request = convert(query, content_type, body)
-    try:
-        return await push(tenant, [(request.labels, [("", request.profile)])], request.name_hint,
-                          span=request.span)
-    except LimitExceeded:
-        raise
-    except PprofError as exc:
-        raise UnprocessableError(f"profile: {exc}") from exc
+    # A profile that does not decode is a PprofError, 400 as in our own form and on every push path.
+    return await push(tenant, [(request.labels, [("", request.profile)])], request.name_hint, span=request.span)
 
 
 def convert(query: Mapping[str, str], content_type: str | None, body: bytes) -> IngestRequest:
@@ -173,9 +170,9 @@ def series_labels(name: AppName, spy: str | None) -> dict[str, str]:
     """The series labels of a parsed name (see the module docstring)."""
     labels: dict[str, str] = {}
     for key, value in name.tags.items():
-        if key.startswith("__") and key != SESSION_LABEL:
+        label = label_name(key)
+        if label.startswith("__") and label != SESSION_LABEL:  # `_.x` too, which becomes `__x`
             continue
-        label = key.replace(".", "_")
         if label in labels:
             raise ValueError(f'tags "{key}" and another one both become the label "{label}" ("." is written "_")')
         labels[label] = value

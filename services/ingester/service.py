@@ -28,9 +28,11 @@ from flamewatch.ingester.otlp_receiver import http_router as otlp_http_router
 from flamewatch.ingester.prepare import Prepared, prepare
 from flamewatch.ingester.ratelimit import SeriesLimiter, TenantRateLimiter
 from flamewatch.ingester.writer import BlockWriter
-from flamewatch.pprof import LimitExceeded, hint_from_file_name
+from flamewatch.pprof import hint_from_file_name
+from flamewatch.rpc.body import read_limited
 from flamewatch.rpc.errors import RateLimited
 from flamewatch.rpc.grpc_server import handled
+from flamewatch.rpc.labelpairs import labels_of_pairs
 from flamewatch.rpc.openapi import ERROR_RESPONSES, TENANT_DESCRIPTION, TENANT_HEADER_SCHEMA
 from flamewatch.rpc.tenant import HEADER, resolve_tenant, tenant_from_metadata
 from flamewatch.storage.block import BlockEntry
@@ -149,7 +151,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
     @handled
     async def Push(self, request: ingest_pb2.PushRequest, context: grpc.aio.ServicerContext):
         tenant = tenant_from_metadata(context.invocation_metadata())
-        series = [({lp.name: lp.value for lp in s.labels}, [(r.id, r.raw_profile) for r in s.samples])
+        series = [(labels_of_pairs(s.labels), [(r.id, r.raw_profile) for r in s.samples])
                   for s in request.series]
         profiles, nbytes = await self._ingester.push(tenant, series)
         return ingest_pb2.PushResponse(profiles=profiles, bytes=nbytes)
@@ -199,7 +201,8 @@ The Pyroscope SDKs' (pyroscope-go and the SDKs sharing its upload code), chosen 
 `name=app.cpu{k=v}&from=...&until=...&format=pprof&spyName=...&sampleRate=...`, the pprof as the body
 or as the `profile` field of a multipart form with `sample_type_config`. Answers: 400 bad metadata (a
 bad `name=`, time, sampleRate or sample_type_config, an unknown format), 413 over a size limit, 415 a
-format other than pprof (jfr, ...), 422 a body that is not a profile (malformed multipart or pprof).
+format other than pprof (jfr, ...), 422 a malformed multipart form. A body that is not a pprof is 400
+in both forms.
 Every parameter other than these is ignored in this form."""
 
 
@@ -223,17 +226,15 @@ def http_router(ingester: Ingester) -> APIRouter:
 
     # Pyroscope's push over Connect; a push may hold many profiles, so its body may be as large as one
     # decompressed profile (the gRPC message limit too), and each profile still meets the profile limits.
-    router.include_router(pyroscope.connect_router(ingester.push, ingester.config.limits.max_decompressed_bytes))
+    limits = ingester.config.limits
+    router.include_router(pyroscope.connect_router(ingester.push, limits.max_decompressed_bytes,
+                                                   limits.max_profiles_per_push))
     router.include_router(otlp_http_router(ingester))
     return router
 
 
 async def _read_body(request: Request, limit: int) -> bytes:
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise LimitExceeded(f"request body is larger than {limit} bytes, the limit")
+    body = await read_limited(request, limit)
     if not body:
         raise ValueError("empty request body: send a pprof profile, e.g. curl --data-binary @cpu.pb.gz")
     return bytes(body)
@@ -242,7 +243,7 @@ async def _read_body(request: Request, limit: int) -> bytes:
 def register_grpc(ingester: Ingester):
     def register(server) -> None:
         ingest_pb2_grpc.add_IngestServiceServicer_to_server(IngestServicer(ingester), server)
-        pyroscope.register_grpc(ingester.push, server)
+        pyroscope.register_grpc(ingester.push, server, ingester.config.limits.max_profiles_per_push)
         server.add_generic_rpc_handlers((otlp_grpc_handler(ingester),))
 
     return register

@@ -32,7 +32,7 @@ from flamewatch.querier.calltree import CallTree
 from flamewatch.querier.engine import Points, Querier
 from flamewatch.querier.formats.flamegraph import render_flamegraph
 from flamewatch.querier.pyroscope_tree import encode_tree
-from flamewatch.rpc import connect
+from flamewatch.rpc import connect, labelpairs
 from flamewatch.rpc.errors import UnimplementedError
 
 SERVICE = querier_pb2.DESCRIPTOR.services_by_name["QuerierService"]
@@ -63,7 +63,7 @@ def profile_type(t: ProfileType) -> types_pb2.ProfileType:
 
 
 def label_pairs(labels: dict[str, str]) -> list[types_pb2.LabelPair]:
-    return [types_pb2.LabelPair(name=k, value=v) for k, v in sorted(labels.items())]
+    return labelpairs.label_pairs(labels, types_pb2.LabelPair)
 
 
 def _profile_types(q: Querier, tenant: str, req: querier_pb2.ProfileTypesRequest) -> Message:

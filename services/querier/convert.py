@@ -5,6 +5,7 @@ from __future__ import annotations
 from flamewatch.api.flamewatch.v1 import query_pb2, types_pb2
 from flamewatch.pprof.profile_types import ProfileType
 from flamewatch.querier.engine import Points
+from flamewatch.rpc import labelpairs
 
 FORMAT_NAMES = {
     query_pb2.PROFILE_FORMAT_UNSPECIFIED: "flamegraph",
@@ -27,7 +28,7 @@ def profile_type(t: ProfileType) -> types_pb2.ProfileType:
 
 
 def label_pairs(labels: dict[str, str]) -> list[types_pb2.LabelPair]:
-    return [types_pb2.LabelPair(name=k, value=v) for k, v in sorted(labels.items())]
+    return labelpairs.label_pairs(labels, types_pb2.LabelPair)
 
 
 def labels(values: dict[str, str]) -> types_pb2.Labels:

@@ -116,6 +116,11 @@ def test_the_python_sdk_pushes_its_hot_function_and_the_label_methods_see_it(pyr
     names = _query(pyro, "LabelNames", {"matchers": [selector], **window}, tenant)["names"]
     assert names == rest(pyro, "/labels", tenant, {"match[]": selector, **rest_window})["data"]
     assert {"service_name", "sdk", "otel_scope_name", "process_runtime_name"} <= set(names)
+    # As the README says: push.v1 carries no spy name (Pyroscope adds pyroscope_spy only from /ingest's
+    # spyName); the SDK names itself in otel.scope.name.
+    assert "pyroscope_spy" not in names
+    for name, value in (("otel_scope_name", "com.grafana.pyroscope/python"), ("process_runtime_name", "cpython")):
+        assert rest(pyro, f"/label/{name}/values", tenant, {"match[]": selector, **rest_window})["data"] == [value]
     values = _query(pyro, "LabelValues", {"name": "service_name", **window}, tenant)["names"]
     assert values == rest(pyro, "/label/service_name/values", tenant, rest_window)["data"] == [app]
     series = _query(pyro, "Series", {"matchers": [selector], "labelNames": ["service_name", "__profile_type__"],

@@ -146,10 +146,10 @@ def _cases(go_cpu: bytes) -> list[tuple[str, dict, str | None, bytes, int, str]]
         ("unknown format", {"name": GOOD_NAME, "format": "pdf"}, None, go_cpu, 400, 'unknown format "pdf"'),
         ("jfr", {"name": GOOD_NAME, "format": "jfr"}, None, b"FLR\0", 415, "Java Flight Recorder"),
         ("no format, no form", {"name": GOOD_NAME}, None, b"foo;bar 1\n", 415, "format=pprof"),
-        ("malformed pprof", {"name": GOOD_NAME, "format": "pprof"}, None, b"\x0a\xff\xff not a pprof", 422,
-         "profile:"),
-        ("malformed gzip", {"name": GOOD_NAME, "format": "pprof"}, None, b"\x1f\x8b\x08\x00 broken", 422,
-         "profile:"),
+        ("malformed pprof", {"name": GOOD_NAME, "format": "pprof"}, None, b"\x0a\xff\xff not a pprof", 400,
+         "not a pprof profile:"),
+        ("malformed gzip", {"name": GOOD_NAME, "format": "pprof"}, None, b"\x1f\x8b\x08\x00 broken", 400,
+         "invalid gzip data:"),
         ("cut multipart", {"name": GOOD_NAME}, form_type, cut_form, 422, "no closing boundary"),
         ("multipart without boundary", {"name": GOOD_NAME}, "multipart/form-data", good_form, 400,
          "without a boundary"),
@@ -173,6 +173,20 @@ def test_bad_requests_get_the_status_the_sdks_expect_and_write_nothing(sdk_clust
     time.sleep(0.5)  # longer than a flush: anything accepted by mistake would be written by now
     assert sdk_cluster.counts(BAD_TENANT) == {"profiles": 0, "series": 0, "blocks": 0}
     assert sdk_cluster.objects(f"{BAD_TENANT}/") == []
+
+
+@pytest.mark.parametrize("body", [b"\x0a\xff\xff not a pprof", b"\x1f\x8b\x08\x00 broken", b"<html>404</html>"])
+def test_a_body_that_is_not_a_pprof_gets_the_same_400_in_both_forms(sdk_cluster: Cluster, body: bytes):
+    """It was 422 in the SDK form (raw or as the form's profile) and 400 in ours."""
+    url, headers = f"{sdk_cluster.ingester_url}/ingest", {"X-Scope-OrgID": BAD_TENANT}
+    ours = sdk_cluster.http.post(url, params={"service_name": "x"}, content=body, headers=headers)
+    raw = sdk_cluster.http.post(url, params={"name": GOOD_NAME, "format": "pprof"}, content=body, headers=headers)
+    form = sdk_cluster.http.post(url, params={"name": GOOD_NAME}, files={"profile": ("profile.pprof", body)},
+                                 headers=headers)
+    assert [r.status_code for r in (ours, raw, form)] == [400, 400, 400], [ours.text, raw.text, form.text]
+    assert ours.json()["error"] == raw.json()["error"] == form.json()["error"]
+    assert ours.json()["error"].startswith(("not a pprof profile:", "invalid gzip data:"))
+    assert sdk_cluster.counts(BAD_TENANT) == {"profiles": 0, "series": 0, "blocks": 0}
 
 
 def test_raw_body_and_multipart_from_a_plain_client_are_stored(sdk_cluster: Cluster, go_profiles):

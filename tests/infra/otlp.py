@@ -5,6 +5,7 @@ import gzip
 
 from opentelemetry.proto.collector.profiles.v1development import profiles_service_pb2 as otlp_service
 from opentelemetry.proto.common.v1 import common_pb2 as otlp_common
+from opentelemetry.proto.profiles.v1development import profiles_pb2 as otlp_profiles
 
 
 def otlp_export_request() -> bytes:
@@ -81,3 +82,14 @@ class ExportBuilder:
         profile.period_type.type_strindex, profile.period_type.unit_strindex = self.string("cpu"), \
             self.string("nanoseconds")
         return profile
+
+
+def many_samples(n: int) -> bytes:
+    """A gzipped export of one profile with n samples of one stack: 6.4 KB for 600k samples."""
+    b = ExportBuilder()
+    profile = b.profile({"service.name": "big"}, time_ns=1_700_000_000_000_000_000)
+    one = otlp_profiles.Profile()
+    one.samples.add(stack_index=b.stack("work", "main"), values=[1])
+    # Merged as bytes (repeated fields append): adding 600k messages one by one would take seconds.
+    profile.MergeFromString(one.SerializeToString() * n)
+    return gzip.compress(b.request.SerializeToString(), 9)

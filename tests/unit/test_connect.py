@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+from pathlib import Path
 
 import httpx
 import pytest
@@ -159,6 +160,10 @@ def test_method_without_handler_is_unimplemented_501(served):
     (PROTO, b"\xff\xff\xff", ["malformed application/proto body for push.v1.PusherService/Push"]),
     (JSON, b'{"series": [', ["malformed application/json body for push.v1.PusherService/Push"]),
     (JSON, b'{"series": 3}', ["malformed application/json body", "series"]),
+    # found by fuzzing: a JSON body that is not an object failed inside protobuf's parser (a 500)
+    (JSON, (Path(__file__).parent / "testdata" / "fuzz" / "connect-json-number.bin").read_bytes()[1:],
+     ["malformed application/json body for push.v1.PusherService/Push: expected a JSON object"]),
+    (JSON, b"null", ["malformed application/json body for push.v1.PusherService/Push: expected a JSON object"]),
     ({**PROTO, "Content-Encoding": "gzip"}, b"not gzip", ["request body is not valid gzip"]),
     ({**PROTO, "Content-Encoding": "gzip"}, gzip.compress(b"x" * 1000)[:-30], ["truncated"]),
     ({**PROTO, "Connect-Protocol-Version": "2"}, b"", ['Connect-Protocol-Version "2" is not supported']),

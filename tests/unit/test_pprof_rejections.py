@@ -92,7 +92,14 @@ def gzip_members(*parts: bytes) -> bytes:
     return b"".join(gzip.compress(part) for part in parts)
 
 
+def values(ref: pb.Profile, column: int, per_sample: list[int]) -> None:
+    for sample, value in zip(ref.sample, per_sample, strict=True):
+        sample.value[column] = value
+
+
 TRUNCATION_CUTS = [1, 2, 5, 13, 40, 77]
+OVERFLOW = ('the values of sample type "{name}" ({unit}) add up past the int64 range (±9223372036854775808); '
+            "split the profile or send smaller units")
 NOT_PPROF = "not a pprof profile: the data is neither gzip-compressed nor a valid protobuf message"
 GZIP_TRUNCATED = "invalid gzip data: the compressed stream is truncated"
 LIMITS = ProfileLimits()
@@ -203,6 +210,10 @@ ERRORS = [
     ("gzip-decompresses-too-large", lambda: gzip.compress(small_reference().SerializeToString()),
      ProfileLimits(max_decompressed_bytes=100), LimitExceeded,
      "profile decompresses to more than 100 bytes, the limit"),
+    ("values-add-up-past-int64", edited(lambda r: values(r, 1, [1 << 62, 1 << 62])), LIMITS, InvalidProfile,
+     OVERFLOW.format(name="cpu", unit="nanoseconds")),
+    ("values-add-up-below-int64", edited(lambda r: values(r, 0, [-(1 << 63), -1])), LIMITS, InvalidProfile,
+     OVERFLOW.format(name="samples", unit="count")),
 ]
 
 
@@ -217,6 +228,15 @@ def test_the_small_profile_is_valid_in_both_layouts():
     assert len(ref.SerializeToString()) == 152
     for layout in LAYOUTS.values():
         assert unordered(decoded_view(load(layout(ref), LIMITS))) == unordered(reference_view(ref))
+
+
+@pytest.mark.parametrize("per_sample", [[(1 << 62) - 1, 1 << 62], [-(1 << 62), -(1 << 62)],
+                                        [(1 << 63) - 1, -(1 << 63)]])
+def test_values_that_add_up_to_the_ends_of_int64_are_accepted(per_sample: list[int]):
+    ref = small_reference()
+    values(ref, 1, per_sample)
+    profile = load(ref.SerializeToString(), LIMITS)
+    assert profile.samples.values[:, 1].tolist() == per_sample
 
 
 def test_truncation_cuts_fall_inside_fields():

@@ -77,6 +77,15 @@ def test_a_service_name_tag_wins_and_the_app_is_kept_as_app_name():
         "service_name": "svc", "app_name": "app"}
 
 
+def test_a_tag_that_starts_with_a_digit_gets_a_leading_underscore_as_on_the_other_push_paths():
+    """It was kept as it was, and then refused as an invalid label name."""
+    assert series_labels(parse_app_name("app{2xx=1,x.2=2}"), None) == {"_2xx": "1", "x_2": "2", "service_name": "app"}
+
+
+def test_a_tag_that_becomes_an_internal_name_is_dropped():
+    assert series_labels(parse_app_name("app{_.x=1,__.y=2}"), None) == {"service_name": "app"}
+
+
 def test_tags_that_meet_after_renaming_are_refused():
     with pytest.raises(ValueError, match='both become the label "a_b"'):
         series_labels(parse_app_name("app{a.b=1,a_b=2}"), None)

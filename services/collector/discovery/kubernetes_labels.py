@@ -20,11 +20,11 @@ becomes `_` (`app.kubernetes.io/name` -> `app_kubernetes_io_name`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from flamewatch.collector.targetgroup import TargetGroup
+from flamewatch.labels.sanitize import name_part
 
 __all__ = [
     "ADDRESS", "endpoints_group", "endpointslice_group", "node_group", "object_key", "pod_group", "pod_labels",
@@ -38,7 +38,6 @@ NAMESPACE = META + "namespace"
 PodLookup = Callable[[str, str], Any]  # (namespace, name) -> V1Pod or None
 ServiceLookup = Callable[[str, str], Any]  # (namespace, name) -> V1Service or None
 
-_INVALID = re.compile(r"[^a-zA-Z0-9_]")
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"  # how an EndpointSlice names its service
 
 
@@ -46,16 +45,12 @@ def object_key(obj: Any) -> tuple[str, str]:
     return obj.metadata.namespace or "", obj.metadata.name
 
 
-def _sanitize(name: str) -> str:
-    return _INVALID.sub("_", name)
-
-
 def _metadata_labels(metadata: Any, role: str) -> dict[str, str]:
     """`_label_<n>`, `_labelpresent_<n>`, `_annotation_<n>`, `_annotationpresent_<n>` of one object."""
     out: dict[str, str] = {}
     for kind, values in (("label", metadata.labels), ("annotation", metadata.annotations)):
         for name, value in (values or {}).items():
-            clean = _sanitize(name)
+            clean = name_part(name)
             out[f"{META}{role}_{kind}_{clean}"] = value
             out[f"{META}{role}_{kind}present_{clean}"] = "true"
     return out
@@ -188,7 +183,7 @@ def node_group(node: Any) -> TargetGroup:
     labels = {META + "node_name": node.metadata.name,
               META + "node_provider_id": (node.spec and node.spec.provider_id) or "",
               **_metadata_labels(node.metadata, "node"),
-              **{f"{META}node_address_{_sanitize(kind)}": value for kind, value in first.items()}}
+              **{f"{META}node_address_{name_part(kind)}": value for kind, value in first.items()}}
     host = next((first[kind] for kind in NODE_ADDRESS_TYPES if kind in first), None)
     endpoints = status and status.daemon_endpoints
     port = endpoints and endpoints.kubelet_endpoint and endpoints.kubelet_endpoint.port

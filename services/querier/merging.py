@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from flamewatch.querier import deadline
 from flamewatch.querier.blocks import BlockCache, LoadedBlock
 from flamewatch.querier.calltree import CallTree
 from flamewatch.querier.formats.pprof import Header
@@ -52,6 +53,7 @@ def set_mask(reader: BlockReader, matchers: Filter) -> np.ndarray | None:
         return None
     keep = np.ones(reader.n_label_sets, bool)
     for m in matchers:
+        deadline.check()
         keep &= m.matches_many(reader.sample_label_values(m.name))
     return keep
 
@@ -64,6 +66,7 @@ def _groups(blocks: BlockCache, r: Rows) -> Iterator[_Group]:
     key = np.stack([block_index, row_filter], axis=1)[order]
     starts = np.flatnonzero(np.r_[True, (key[1:] != key[:-1]).any(axis=1)]) if len(order) else []
     for pick in np.split(order, starts[1:]) if len(order) else []:
+        deadline.check()
         block = loaded[r.keys[r.block_id[pick[0]]]]
         yield _Group(block, pick, r.row[pick], None if r.weights is None else r.weights[pick],
                      set_mask(block.reader, r.filters[row_filter[pick[0]]]))
@@ -76,6 +79,7 @@ def _entries(g: _Group, owners: bool = True) -> Iterator[tuple[np.ndarray | None
     them) are None."""
     for owner, nodes, sets, values in g.block.reader.entry_parts(g.rows, g.weights, owners=owners,
                                                                  label_sets=owners or g.set_mask is not None):
+        deadline.check()
         if g.set_mask is None:
             yield owner, nodes, sets, values
         else:

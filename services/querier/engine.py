@@ -250,9 +250,11 @@ class Querier:
             sel = self._select(tenant, query, start, end)
             rows = index.profile_rows(self.db, [s.id for s in sel.series], start, end)
         weights = _gauge_weights(rows) if sel.profile_type.is_gauge and time_ns is None else None
-        gathered, header = gather_rows(self.blocks, self._rows(rows, sel, weights))
-        body = render_pprof(gathered, sel.profile_type, header)
-        return Merged(sel.profile_type, None, len(rows)), body
+        r = self._rows(rows, sel, weights)
+        symbols = self.symbolization.for_query() if self.symbolization is not None else None
+        gathered, header, named = gather_rows(self.blocks, r, symbols)
+        body = render_pprof(gathered, sel.profile_type, header, named)
+        return Merged(sel.profile_type, None, self._profiles(r), tuple(symbols.state.warnings) if symbols else ()), body
 
     def _select(self, tenant: str, query: str, start: int, end: int) -> Selection:
         q = parse_query(query)
@@ -279,7 +281,16 @@ class Querier:
         symbols = self.symbolization.for_query() if self.symbolization is not None else None
         tree = merge_blocks(self.blocks, r.keys, r.block_id, r.row, r.weights, r.filters, r.row_filter, granularity,
                             symbols)
-        return Merged(sel.profile_type, tree, len(rows), tuple(symbols.state.warnings) if symbols else ())
+        return Merged(sel.profile_type, tree, self._profiles(r), tuple(symbols.state.warnings) if symbols else ())
+
+    def _profiles(self, r: Rows) -> int:
+        """How many of the rows the answer holds: a row whose samples all fail its filter holds nothing,
+        so `{exp="nope"}` over series without `exp` (whose samples lack it too) counts none."""
+        if r.row_filter is None or not r.row_filter.any():
+            return len(r.row)
+        filtered = np.flatnonzero(r.row_filter)
+        some = Rows(r.keys, r.block_id[filtered], r.row[filtered], None, r.filters, r.row_filter[filtered])
+        return len(r.row) - len(filtered) + int(rows_with_samples(self.blocks, some).sum())
 
 
 def _is_one_of(rows: ProfileRows, profiles: Sequence[tuple[int, int]]) -> np.ndarray:

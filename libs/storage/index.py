@@ -209,7 +209,9 @@ def find_series(db: Database, tenant: str, matchers: Sequence[Matcher], start: i
     if profile_type is not None:
         sql.append("AND profile_type = %s")
         args.append(profile_type)
-    equal = {m.name: m.value for m in matchers if m.op == "=" and m.value}
+    # A NUL cannot be in a jsonb string (Postgres refuses the whole statement), nor so in a stored label:
+    # such a matcher is left to the check below, where it matches nothing.
+    equal = {m.name: m.value for m in matchers if m.op == "=" and m.value and "\x00" not in m.value}
     if equal:
         sql.append("AND labels @> %s::jsonb")  # served by the GIN index; the rest is checked below
         args.append(json.dumps(equal))

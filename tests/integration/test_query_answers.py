@@ -60,6 +60,8 @@ def push(db, store: ObjectStore, labels: dict[str, str], data: bytes, time_ns: i
     ('{exp!="nope"}', 4),
     ('{instance="a", exp=""}', 2),
     ("{}", 4),
+    ('{service_name="a\\x00b"}', 0),  # a NUL no stored label holds: nothing, not a Postgres error
+    ('{service_name="api", exp="a\\x00b"}', 0),
 ])
 def test_profiles_counts_only_profiles_with_a_selected_sample(db, store, go_profiles, selector: str, profiles: int):
     for i in range(4):

@@ -212,7 +212,8 @@ def downloaded_top(stack: Stack, service_name: str, tmp_path: Path) -> dict[str,
     assert r.status_code == 200, r.text
     path = tmp_path / "downloaded.pb.gz"
     path.write_bytes(r.content)
-    out = subprocess.run(["go", "tool", "pprof", "-top", "-nodecount=100000", "-unit=ns", "-symbolize=none",
+    out = subprocess.run(["go", "tool", "pprof", "-top", "-nodefraction=0", "-nodecount=100000", "-unit=ns",
+                          "-symbolize=none",
                           str(path)], capture_output=True, text=True, timeout=300, check=True).stdout
     return {m[2].strip(): int(m[1]) for line in out.splitlines() if (m := _TOP_ROW.match(line))}
 

@@ -128,7 +128,8 @@ def go_top(pprof: bytes, tmp_path: Path) -> dict[str, tuple[int, int]]:
     """(flat, cum) in ns per function, as `go tool pprof -top` reads the profile (no symbolization of its own)."""
     path = tmp_path / "downloaded.pb.gz"
     path.write_bytes(pprof)
-    out = subprocess.run(["go", "tool", "pprof", "-top", "-nodecount=100000", "-unit=ns", "-symbolize=none",
+    out = subprocess.run(["go", "tool", "pprof", "-top", "-nodefraction=0", "-nodecount=100000", "-unit=ns",
+                          "-symbolize=none",
                           str(path)], capture_output=True, text=True, timeout=300, check=True).stdout
     return {m[3].strip(): (int(m[1]), int(m[2])) for line in out.splitlines() if (m := _TOP_ROW.match(line))}
 

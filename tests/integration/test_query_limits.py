@@ -4,19 +4,23 @@ in Postgres."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 from integration.test_compaction import BASE, CPU, MIN, TENANT, push
 
 from flamewatch.config import QuerierConfig
-from flamewatch.querier import deadline
+from flamewatch.querier import api, deadline
 from flamewatch.querier.blocks import BlockCache
 from flamewatch.querier.deadline import QueryTimeout, TimedDatabase
 from flamewatch.querier.engine import Querier
 from flamewatch.querier.paths import PathIndex
+from flamewatch.querier.pyroscope_render import router as render_router
 from flamewatch.rpc.errors import status_of
+from flamewatch.rpc.http import build_app
 from flamewatch.storage.objstore import FilesystemConfig, open_object_store
 
 pytestmark = [pytest.mark.postgres, pytest.mark.go]
@@ -98,3 +102,41 @@ def test_a_postgres_statement_stops_when_the_budget_is_spent(db):
 def test_without_a_budget_statements_are_unbounded(db):
     with TimedDatabase(db).connection() as conn:
         assert conn.execute("SHOW statement_timeout").fetchone() == ("0",)
+
+
+class SlowSelection(Querier):
+    """Each selection takes 0.3 s: one engine call stays within a 0.5 s budget, two in a row do not."""
+
+    def _select(self, *args, **kwargs):
+        time.sleep(0.3)
+        return super()._select(*args, **kwargs)
+
+
+def slow(stored) -> SlowSelection:
+    db, objects = stored
+    return SlowSelection(db, BlockCache(objects, 1 << 30, 4, PathIndex()), QuerierConfig(query_timeout_s=0.5))
+
+
+def test_one_merge_fits_the_budget(stored):
+    assert slow(stored).merge(TENANT, CPU + '{instance="a"}', *ALL).profiles == 10
+
+
+def test_a_diff_s_two_merges_share_one_budget(stored):
+    q = slow(stored)
+    with pytest.raises(QueryTimeout):
+        api.diff(q, TENANT, (CPU + '{instance="a"}', *ALL), (CPU + '{instance="b"}', *ALL), 100)
+
+
+def test_pyroscope_render_s_merge_and_timeline_share_one_budget(stored):
+    app = build_app([render_router(slow(stored))], ready=lambda: [])
+
+    async def get() -> httpx.Response:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://querier") as client:
+            return await client.get("/pyroscope/render", params={"query": CPU + '{instance="a"}', "from": "0",
+                                                                 "until": str(BASE // 10**6 + 3_600_000)},
+                                    headers={"X-Scope-OrgID": TENANT})
+
+    r = asyncio.run(get())
+    assert (r.status_code, r.json()) == (504, {"error": "the query ran for longer than --query.timeout (0.5 s) allows "
+                                               "and was stopped: narrow its selector or time range, or raise "
+                                               "--query.timeout"})

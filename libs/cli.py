@@ -189,10 +189,23 @@ def _querier_parser(sub) -> None:
           dest="disk_cache_bytes", type=int, default=QuerierConfig.disk_cache_bytes)
     p.add("--max-nodes", "default largest number of nodes in a flamegraph, top table or tree", type=int,
           default=QuerierConfig.default_max_nodes)
+    _query_limit_flags(p)
     symbolizer_cli().querier_flags(p)
     _storage_flags(p)
     _common_flags(p)
     p.set_defaults(run=run_querier)
+
+
+def _query_limit_flags(p: _Parser) -> None:
+    p.add("--query.max-matchers", "the most label matchers one selector may have; a query with more is refused "
+          "with 400 / INVALID_ARGUMENT", dest="query_max_matchers", type=int, default=QuerierConfig.max_matchers)
+    p.add("--query.timeout", "seconds one query may run, its Postgres statements included, before it is stopped "
+          "with 504 / DEADLINE_EXCEEDED (0: no limit)", dest="query_timeout", type=float,
+          default=QuerierConfig.query_timeout_s)
+
+
+def _query_limits(args: argparse.Namespace) -> dict:
+    return {"max_matchers": args.query_max_matchers, "query_timeout_s": args.query_timeout}
 
 
 def _all_parser(sub) -> None:
@@ -206,6 +219,7 @@ def _all_parser(sub) -> None:
           dest="config_file")
     p.address("--http-address", "HTTP listen address (API, /ingest, /debug/pprof, /metrics)", ":8080")
     p.address("--grpc-address", "gRPC listen address (IngestService, QueryService, SymbolizerService)", ":8081")
+    _query_limit_flags(p)
     symbolizer_cli().symbolizer_flags(p)
     _storage_flags(p)
     _flush_flags(p)
@@ -320,7 +334,8 @@ def run_querier(args: argparse.Namespace) -> int:
 
     config = QuerierConfig(http_address=args.http_address, grpc_address=args.grpc_address,
                            cache_bytes=args.cache_bytes, default_max_nodes=args.max_nodes,
-                           disk_cache_dir=args.disk_cache_dir, disk_cache_bytes=args.disk_cache_bytes)
+                           disk_cache_dir=args.disk_cache_dir, disk_cache_bytes=args.disk_cache_bytes,
+                           **_query_limits(args))
 
     async def main(stack: contextlib.AsyncExitStack) -> None:
         listeners = _listen(stack, config.http_address, config.grpc_address)
@@ -415,7 +430,7 @@ def run_all(args: argparse.Namespace) -> int:
         ingester = Ingester(IngesterConfig(flush_interval_s=args.flush_interval, flush_bytes=args.flush_bytes,
                                            maintenance=maintenance_config(args), limits=limits,
                                            tenant_limits=tenant_limits), store, db)
-        querier_config = QuerierConfig(cache_bytes=QuerierConfig.embedded_cache_bytes)
+        querier_config = QuerierConfig(cache_bytes=QuerierConfig.embedded_cache_bytes, **_query_limits(args))
         blocks = BlockCache(store, querier_config.cache_bytes, querier_config.fetch_concurrency, PathIndex())
         stack.callback(blocks.close)
         wiring = symbolizer_cli()

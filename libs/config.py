@@ -107,3 +107,5 @@ class QuerierConfig:
     default_max_nodes: int = 2048
     disk_cache_dir: str | None = None
     disk_cache_bytes: int = 10 * 1024 * MiB
+    max_matchers: int = 100  # per selector: each costs a pass over the candidate series or their samples
+    query_timeout_s: float = 30.0  # per engine call, Postgres statements included; 0: unbounded

@@ -8,7 +8,7 @@ Owns the grammar, its tokenizer and parser, matcher semantics and the canonical 
     string     = "..." | '...' (Go escapes) | `...` (raw)
 
 Whitespace may surround any token. Error positions are 0-based character offsets into the text.
-Matchers follow Prometheus: regexes are anchored at both ends and `.` matches newlines; a label a
+Matchers follow Prometheus: regexes are RE2 (linear time), anchored at both ends, and `.` matches newlines; a label a
 series does not have counts as the empty string, so `pod=""` selects series without `pod`.
 """
 
@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass, field
 
 import numpy as np
+import re2
 
 from flamewatch.labels.errors import SelectorError
 from flamewatch.labels.labelset import LABEL_NAME_PATTERN, is_valid_label_name
@@ -39,7 +40,7 @@ class Matcher:
     name: str
     op: str
     value: str
-    _regex: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
+    _regex: re2._Regexp | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not is_valid_label_name(self.name):
@@ -118,19 +119,37 @@ def parse_selector(text: str) -> tuple[Matcher, ...]:
     return _Parser(text).selector()
 
 
+def _options() -> re2.Options:
+    options = re2.Options()
+    options.dot_nl = True  # Prometheus compiles matchers as ^(?s:...)$: `.` matches newlines too
+    options.log_errors = False  # a client's bad pattern is answered, not logged by the library
+    return options
+
+
+_RE2_OPTIONS = _options()
+
+
 @functools.lru_cache(maxsize=1024)
-def _compile_pattern(pattern: str) -> re.Pattern[str]:
-    # DOTALL because Prometheus compiles matchers as ^(?s:...)$: `.` matches newlines too.
-    return re.compile(pattern, re.DOTALL)
+def _compile_pattern(pattern: str) -> re2._Regexp:
+    # RE2, as Prometheus' Go regexp: matching takes time linear in the value whatever the pattern, where
+    # a backtracking engine (Python's re, Postgres' ~) takes exponential time on patterns such as
+    # (a|a)*c, so one query could hold a worker for minutes. RE2 refuses what needs backtracking
+    # (backreferences, lookaround), as Prometheus does.
+    return re2.compile(pattern, _RE2_OPTIONS)
 
 
-def _compile(name: str, pattern: str) -> re.Pattern[str]:
+def _compile(name: str, pattern: str) -> re2._Regexp:
     try:
         return _compile_pattern(pattern)
-    except re.error as exc:
+    except re2.error as exc:
         raise SelectorError(
-            f'label "{name}": invalid regular expression {quote(pattern)}: {exc.msg}'
+            f'label "{name}": invalid regular expression {quote(pattern)}: {_re2_message(exc)}'
         ) from exc
+
+
+def _re2_message(exc: re2.error) -> str:
+    reason = exc.args[0] if exc.args else "cannot be compiled"
+    return reason.decode("utf-8", "replace") if isinstance(reason, bytes) else str(reason)
 
 
 # ---- quoting ---------------------------------------------------------------------------------------

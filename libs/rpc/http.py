@@ -12,7 +12,14 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from flamewatch.rpc.errors import RateLimited, count_error, log_failure, message_of, status_of
+from flamewatch.rpc.errors import (
+    DeadlineExceededError,
+    RateLimited,
+    count_error,
+    log_failure,
+    message_of,
+    status_of,
+)
 from flamewatch.storage.errors import StorageError
 
 log = logging.getLogger(__name__)
@@ -40,7 +47,7 @@ def build_app(routers: Sequence[APIRouter], ready: Callable[[], Sequence[str]]) 
 
     # Expected failures get their answer here. Anything else reaches the server's error middleware,
     # which answers 500 and logs the traceback: a bug should be loud.
-    for kind in (ValueError, LookupError, StorageError, RateLimited):
+    for kind in (ValueError, LookupError, StorageError, RateLimited, DeadlineExceededError):
         app.add_exception_handler(kind, _expected_error)
 
     @app.exception_handler(RequestValidationError)

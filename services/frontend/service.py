@@ -9,6 +9,8 @@ In `flamewatch all` the API is served by the same process, so only the UI routes
 from __future__ import annotations
 
 import asyncio
+import re
+import urllib.parse
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -53,13 +55,50 @@ def ui_router(ui_dir: Path | None) -> APIRouter:
 
 
 def api_proxy_router(querier_url: str, client: httpx.AsyncClient) -> APIRouter:
+    """`/api/*` passed on to the querier, and nothing else of it: see `upstream_api_path`."""
     router = APIRouter()
+    base = querier_url.rstrip("/")
 
     @router.api_route("/api/{path:path}", methods=["GET", "POST"], include_in_schema=False)
     async def proxy(path: str, request: Request) -> Response:
-        return await _forward(client, f"{querier_url.rstrip('/')}/api/{path}", request)
+        return await _forward(client, base + upstream_api_path(request.scope.get("raw_path") or b""), request)
 
     return router
+
+
+# Percent-escapes that could turn into a path separator or a dot segment after one more decoding
+# (by us, by httpx or by the querier): `%2F` `/`, `%5C` `\`, `%2E` `.`, and `%25` `%` (double encoding).
+_DISGUISED = re.compile(r"%(2f|5c|2e|25)", re.IGNORECASE)
+
+
+def upstream_api_path(raw_path: bytes) -> str:
+    """The querier path for a request's raw path, which must be a plain path under `/api/`.
+
+    The querier also serves `/metrics` and `/debug/pprof/*`, which a browser-facing frontend must not
+    expose: `/api/..%2Fmetrics` decodes to `/api/../metrics`, and a client (httpx included) resolves
+    the dot segment to `/metrics`. So a path holding an escaped separator, backslash or dot, or a `.` or
+    `..` segment, is refused, and the rest is passed on re-escaped segment by segment."""
+    text = raw_path.decode("latin-1")
+    problem = _path_problem(text)
+    if problem:
+        raise ValueError(f"refused path {text[:200]!r}: {problem}; the frontend passes on only plain paths "
+                         "under /api/, such as /api/v1/query")
+    segments = urllib.parse.unquote(text, errors="strict").split("/")
+    return "/".join(urllib.parse.quote(s, safe="!$&'()*+,;=:@-._~") for s in segments)
+
+
+def _path_problem(path: str) -> str | None:
+    if _DISGUISED.search(path):
+        return "it holds an escaped '/', '\\', '.' or '%'"
+    decoded = urllib.parse.unquote(path)
+    if "\\" in decoded or "\x00" in decoded:
+        return "it holds a backslash or a NUL"
+    segments = decoded.split("/")
+    if any(s in (".", "..") for s in segments):
+        return "it holds a '.' or '..' segment"
+    if segments[:2] != ["", "api"] or len(segments) < 3:
+        return "it is not under /api/"
+    return None
 
 
 def collector_proxy_router(collector_urls: Sequence[str], client: httpx.AsyncClient) -> APIRouter:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from prometheus_client import Histogram
 
+from flamewatch.querier import deadline
 from flamewatch.querier.engine import Merged, Querier
 from flamewatch.querier.formats import RENDERERS, diff_renderer, renderer
 from flamewatch.querier.merging import GRANULARITIES
@@ -75,7 +76,7 @@ def query(q: Querier, tenant: str, text: str, start: int, end: int, at: int | No
 
 
 def diff(q: Querier, tenant: str, left: tuple[str, int, int], right: tuple[str, int, int], max_nodes: int) -> dict:
-    with QUERY_SECONDS.labels("diff").time():
+    with QUERY_SECONDS.labels("diff").time(), deadline.bounded(q.config.query_timeout_s):  # one budget, both sides
         lm, rm = q.merge(tenant, *left), q.merge(tenant, *right)
     if lm.profile_type != rm.profile_type:
         raise ValueError(f"cannot compare {lm.profile_type.id} with {rm.profile_type.id}: "

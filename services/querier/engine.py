@@ -8,6 +8,7 @@ summed across series; everything else is summed.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ import numpy as np
 from flamewatch.config import QuerierConfig
 from flamewatch.labels.selector import Query, parse_query, parse_selector
 from flamewatch.pprof.profile_types import ProfileType
-from flamewatch.querier import selection
+from flamewatch.querier import deadline, selection
 from flamewatch.querier.blocks import BlockCache
 from flamewatch.querier.calltree import CallTree
 from flamewatch.querier.formats.pprof import render_pprof
@@ -78,25 +79,37 @@ class Totals:
     warnings: list[str]  # what the answer may hide, e.g. a group_by label no series has
 
 
+def _bounded(method):
+    """Run an engine call within `--query.timeout` (see `deadline`)."""
+    @functools.wraps(method)
+    def run(self: Querier, *args, **kwargs):
+        with deadline.bounded(self.config.query_timeout_s):
+            return method(self, *args, **kwargs)
+    return run
+
+
 class Querier:
     def __init__(self, db: Database, blocks: BlockCache, config: QuerierConfig,
                  symbolization: Symbolization | None = None):
-        self.db, self.blocks, self.config = db, blocks, config
+        self.db, self.blocks, self.config = deadline.TimedDatabase(db), blocks, config
         self.symbolization = symbolization  # None: frames stored as addresses stay addresses
 
     # ------------------------------------------------------------------------------------ labels
 
+    @_bounded
     def profile_types(self, tenant: str, start: int, end: int) -> list[ProfileType]:
         return _parsed_types(index.profile_types(self.db, tenant, start, end))
 
+    @_bounded
     def series(self, tenant: str, selectors: Sequence[str], start: int, end: int) -> list[Series]:
-        matcher_sets = [parse_selector(s) for s in selectors] or [()]
+        matcher_sets = self._selectors(selectors)
         found: dict[int, Series] = {}
         for matchers in matcher_sets:
             for s in index.find_series(self.db, tenant, matchers, start, end):
                 found[s.id] = s
         return [found[i] for i in sorted(found)]
 
+    @_bounded
     def label_names(self, tenant: str, selectors: Sequence[str], start: int, end: int) -> list[str]:
         """Series label names and the sample label names of the matching series' profiles in range.
 
@@ -108,6 +121,7 @@ class Querier:
             names.update(used_sample_labels(self.blocks, rows, None))
         return sorted(names)
 
+    @_bounded
     def label_values(self, tenant: str, name: str, selectors: Sequence[str], start: int, end: int) -> list[str]:
         """Values of `name` among the matching series' labels and their profiles' sample labels."""
         values: set[str] = set()
@@ -121,7 +135,7 @@ class Querier:
         """Per selector, the series it selects and their rows in range. A series whose own labels leave
         matchers for its samples counts only if some sample passes them."""
         out = []
-        for matchers in [parse_selector(s) for s in selectors] or [()]:
+        for matchers in self._selectors(selectors):
             candidates = index.find_series(self.db, tenant, selection.index_matchers(matchers), start, end)
             sel = selection.split(candidates, matchers, None)
             rows = index.profile_rows(self.db, [s.id for s in sel.series], start, end)
@@ -133,12 +147,20 @@ class Querier:
             out.append((sel, r))
         return out
 
+    def _selectors(self, selectors: Sequence[str]) -> list[tuple]:
+        """The matchers of each selector (one empty selector when none is given), within the limit."""
+        parsed = [parse_selector(s) for s in selectors] or [()]
+        for matchers in parsed:
+            selection.check_matcher_count(matchers, self.config.max_matchers)
+        return parsed
+
     def _rows(self, rows: ProfileRows, sel: Selection, weights: np.ndarray | None) -> Rows:
         keys = index.block_keys(self.db, run_codes(rows.block_id)[0].tolist())
         return Rows(keys, rows.block_id, rows.row, weights, sel.filters, sel.row_filters(rows))
 
     # ------------------------------------------------------------------------------------ totals
 
+    @_bounded
     def query_range(self, tenant: str, query: str, start: int, end: int, step: int,
                     group_by: Sequence[str], average: bool = False, exemplars: bool = False) -> Totals:
         """Totals per step. `average` gives the mean total of the profiles in each step of each group
@@ -157,6 +179,7 @@ class Querier:
         return Totals(self._points(sel.profile_type, sel.series, start, end, step, group_by, average, exemplars),
                       _absent_labels(sel.series, group_by))
 
+    @_bounded
     def time_bounds(self, tenant: str) -> tuple[int, int] | None:
         """The first and last times the tenant's series were seen; None before any profile was stored."""
         return index.time_bounds(self.db, tenant)
@@ -200,6 +223,7 @@ class Querier:
 
     # ------------------------------------------------------------------------------------ merges
 
+    @_bounded
     def merge(self, tenant: str, query: str, start: int, end: int, granularity: str = "functions",
               profiles: Sequence[tuple[int, int]] | None = None) -> Merged:
         """The merge of the matching profiles; with `profiles`, of only those (series id, time) pairs."""
@@ -210,11 +234,13 @@ class Querier:
         weights = _gauge_weights(rows) if sel.profile_type.is_gauge else None
         return self._merged(rows, sel, weights, granularity)
 
+    @_bounded
     def nearest(self, tenant: str, query: str, time_ns: int, granularity: str = "functions") -> Merged:
         sel = self._select(tenant, query, *_ALL_TIME)
         rows = index.nearest_profile(self.db, [s.id for s in sel.series], time_ns)
         return self._merged(rows, sel, None, granularity)
 
+    @_bounded
     def pprof(self, tenant: str, query: str, start: int, end: int, time_ns: int | None) -> tuple[Merged, bytes]:
         """The merge (or the profile nearest `time_ns`) as pprof, with everything the profiles stored."""
         if time_ns is not None:
@@ -224,12 +250,15 @@ class Querier:
             sel = self._select(tenant, query, start, end)
             rows = index.profile_rows(self.db, [s.id for s in sel.series], start, end)
         weights = _gauge_weights(rows) if sel.profile_type.is_gauge and time_ns is None else None
-        gathered, header = gather_rows(self.blocks, self._rows(rows, sel, weights))
-        body = render_pprof(gathered, sel.profile_type, header)
-        return Merged(sel.profile_type, None, len(rows)), body
+        r = self._rows(rows, sel, weights)
+        symbols = self.symbolization.for_query() if self.symbolization is not None else None
+        gathered, header, named = gather_rows(self.blocks, r, symbols)
+        body = render_pprof(gathered, sel.profile_type, header, named)
+        return Merged(sel.profile_type, None, self._profiles(r), tuple(symbols.state.warnings) if symbols else ()), body
 
     def _select(self, tenant: str, query: str, start: int, end: int) -> Selection:
         q = parse_query(query)
+        selection.check_matcher_count(q.matchers, self.config.max_matchers)
         if q.profile_type is None:
             raise ValueError("the query names no profile type: write it before the selector, e.g. "
                              'process_cpu:cpu:nanoseconds:cpu:nanoseconds{service_name="demo"}')
@@ -252,7 +281,16 @@ class Querier:
         symbols = self.symbolization.for_query() if self.symbolization is not None else None
         tree = merge_blocks(self.blocks, r.keys, r.block_id, r.row, r.weights, r.filters, r.row_filter, granularity,
                             symbols)
-        return Merged(sel.profile_type, tree, len(rows), tuple(symbols.state.warnings) if symbols else ())
+        return Merged(sel.profile_type, tree, self._profiles(r), tuple(symbols.state.warnings) if symbols else ())
+
+    def _profiles(self, r: Rows) -> int:
+        """How many of the rows the answer holds: a row whose samples all fail its filter holds nothing,
+        so `{exp="nope"}` over series without `exp` (whose samples lack it too) counts none."""
+        if r.row_filter is None or not r.row_filter.any():
+            return len(r.row)
+        filtered = np.flatnonzero(r.row_filter)
+        some = Rows(r.keys, r.block_id[filtered], r.row[filtered], None, r.filters, r.row_filter[filtered])
+        return len(r.row) - len(filtered) + int(rows_with_samples(self.blocks, some).sum())
 
 
 def _is_one_of(rows: ProfileRows, profiles: Sequence[tuple[int, int]]) -> np.ndarray:

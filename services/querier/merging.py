@@ -13,11 +13,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from flamewatch.querier import deadline
 from flamewatch.querier.blocks import BlockCache, LoadedBlock
 from flamewatch.querier.calltree import CallTree
-from flamewatch.querier.formats.pprof import Header
+from flamewatch.querier.formats.pprof import NO_NAMES, Header, Named
 from flamewatch.querier.selection import Filter
-from flamewatch.querier.symbolization import QuerySymbols
+from flamewatch.querier.symbolization import QuerySymbols, gathered_chains
 from flamewatch.storage.block import BlockReader
 from flamewatch.storage.frames import run_codes
 from flamewatch.storage.gather import Gathered, from_blocks
@@ -52,6 +53,7 @@ def set_mask(reader: BlockReader, matchers: Filter) -> np.ndarray | None:
         return None
     keep = np.ones(reader.n_label_sets, bool)
     for m in matchers:
+        deadline.check()
         keep &= m.matches_many(reader.sample_label_values(m.name))
     return keep
 
@@ -64,6 +66,7 @@ def _groups(blocks: BlockCache, r: Rows) -> Iterator[_Group]:
     key = np.stack([block_index, row_filter], axis=1)[order]
     starts = np.flatnonzero(np.r_[True, (key[1:] != key[:-1]).any(axis=1)]) if len(order) else []
     for pick in np.split(order, starts[1:]) if len(order) else []:
+        deadline.check()
         block = loaded[r.keys[r.block_id[pick[0]]]]
         yield _Group(block, pick, r.row[pick], None if r.weights is None else r.weights[pick],
                      set_mask(block.reader, r.filters[row_filter[pick[0]]]))
@@ -76,6 +79,7 @@ def _entries(g: _Group, owners: bool = True) -> Iterator[tuple[np.ndarray | None
     them) are None."""
     for owner, nodes, sets, values in g.block.reader.entry_parts(g.rows, g.weights, owners=owners,
                                                                  label_sets=owners or g.set_mask is not None):
+        deadline.check()
         if g.set_mask is None:
             yield owner, nodes, sets, values
         else:
@@ -101,7 +105,10 @@ def merge_blocks(blocks: BlockCache, keys: Mapping[str, str], block_id: np.ndarr
         for _, nodes, _, values in _entries(g, owners=False):
             _fold(sums, nodes, values)
         np.add.at(merged, node_paths, sums)
-    return blocks.paths.tree(_grown(merged, len(blocks.paths)))
+    tree = blocks.paths.tree(_grown(merged, len(blocks.paths)))
+    if symbols is not None:
+        symbols.note_unnamed([g.block.reader for g in groups], tree.names)
+    return tree
 
 
 # Integer sums through float64 are exact while every partial sum stays below 2**53.
@@ -124,12 +131,17 @@ def _grown(values: np.ndarray, size: int) -> np.ndarray:
     return np.concatenate([values, np.zeros(size - len(values), values.dtype)]) if len(values) < size else values
 
 
-def gather_rows(blocks: BlockCache, r: Rows) -> tuple[Gathered, Header]:
-    """All kept samples of the rows summed into one profile, with symbols, labels and header."""
+def gather_rows(blocks: BlockCache, r: Rows, symbols: QuerySymbols | None = None) -> tuple[Gathered, Header, Named]:
+    """All kept samples of the rows summed into one profile, with symbols, labels and header; with
+    `symbols`, the names the symbolizer gives its frames stored as bare addresses."""
     groups = list(_groups(blocks, r))
     gathered = from_blocks([(g.block.reader, g.rows) for g in groups], [g.weights for g in groups],
                            one_profile=True, set_masks=[g.set_mask for g in groups])
-    return gathered, _header([(g.block.reader, g.rows) for g in groups])
+    named = NO_NAMES
+    if symbols is not None:
+        symbols.prepare([g.block.reader for g in groups])
+        named = Named(*gathered_chains(symbols.symbolization, gathered.symbols))
+    return gathered, _header([(g.block.reader, g.rows) for g in groups]), named
 
 
 def _header(parts: list[tuple[BlockReader, np.ndarray]]) -> Header:

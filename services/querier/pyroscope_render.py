@@ -17,7 +17,7 @@ from fastapi import APIRouter, Header, Query
 
 from flamewatch.labels.selector import parse_query
 from flamewatch.pprof.profile_types import ProfileType
-from flamewatch.querier import api
+from flamewatch.querier import api, deadline
 from flamewatch.querier.engine import Points, Querier
 from flamewatch.querier.formats.flamegraph import render_flamegraph
 from flamewatch.rpc.openapi import ERROR_RESPONSES, TENANT_DESCRIPTION, TENANT_HEADER_SCHEMA
@@ -47,10 +47,11 @@ def router(q: Querier) -> APIRouter:
         limit = api.check_max_nodes(max_nodes_camel or max_nodes or None, q.config.default_max_nodes)
         average = _average(aggregation)
         who = resolve_tenant(tenant)
-        merged = q.merge(who, query, lo, hi)
         step_s = timeline_step_s(lo, hi)
         groups = api.group_by(group_by)
-        totals = q.query_range(who, query, lo, hi, step_s * 10**9, groups, average=average)
+        with deadline.bounded(q.config.query_timeout_s):  # one request, one budget for its two engine calls
+            merged = q.merge(who, query, lo, hi)
+            totals = q.query_range(who, query, lo, hi, step_s * 10**9, groups, average=average)
         body = flamebearer(render_flamegraph(merged.tree, limit), merged.profile_type, "single")
         single = totals.series[0] if len(totals.series) == 1 and not groups else None
         body["timeline"] = timeline(single, lo, hi, step_s)

@@ -18,7 +18,7 @@ from flamewatch.querier.rest_models import (
     QueryRangeAnswer,
     SeriesAnswer,
 )
-from flamewatch.rpc.openapi import ERROR_RESPONSES, TENANT_DESCRIPTION, TENANT_HEADER_SCHEMA
+from flamewatch.rpc.openapi import ERROR_RESPONSES, TENANT_DESCRIPTION, TENANT_HEADER_SCHEMA, ErrorBody
 from flamewatch.rpc.tenant import resolve_tenant
 
 Tenant = Annotated[str | None, Header(alias="X-Scope-OrgID", description=TENANT_DESCRIPTION,
@@ -44,11 +44,12 @@ def _answers(model: type) -> dict:
     return {"response_model": None, "responses": {200: {"model": model, "description": "the answer"}}}
 
 
+TIMEOUT_RESPONSE = {"model": ErrorBody, "description": "the query ran longer than --query.timeout"}
 PPROF_BODY = {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}
 
 
 def router(q: Querier) -> APIRouter:
-    r = APIRouter(prefix="/api/v1", responses=ERROR_RESPONSES)
+    r = APIRouter(prefix="/api/v1", responses={**ERROR_RESPONSES, 504: TIMEOUT_RESPONSE})
 
     @r.get("/profile_types", summary="Profile types with data in the range", **_answers(ProfileTypesAnswer))
     def profile_types(tenant: Tenant = None, start: From = None, until: Until = None) -> dict:

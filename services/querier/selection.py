@@ -17,6 +17,7 @@ import numpy as np
 from flamewatch.labels.names import SERIES_LABELS
 from flamewatch.labels.selector import Matcher
 from flamewatch.pprof.profile_types import ProfileType
+from flamewatch.querier import deadline
 from flamewatch.storage.index import ProfileRows, Series
 
 # Labels every stored series has (the ingester sets them), so matchers on them never reach samples
@@ -45,6 +46,15 @@ class Selection:
         return which[np.searchsorted(ids, rows.series_id)] if len(rows) else np.zeros(0, np.int64)
 
 
+def check_matcher_count(matchers: Sequence[Matcher], limit: int) -> None:
+    """Refuse a selector with more matchers than `--query.max-matchers` allows (0: no limit): each one
+    costs a pass over the candidate series, or over their samples' label sets in every block read."""
+    if limit and len(matchers) > limit:
+        raise ValueError(f"the selector has {len(matchers)} label matchers, more than the {limit} a selector may "
+                         "have (--query.max-matchers): combine them, e.g. several != on one label into one !~ "
+                         "regex, or raise the limit")
+
+
 def index_matchers(matchers: Sequence[Matcher]) -> tuple[Matcher, ...]:
     """The matchers the index may apply itself: those on labels every series has."""
     return tuple(m for m in matchers if m.name in ALWAYS_SERIES_LABELS)
@@ -56,6 +66,7 @@ def split(candidates: Sequence[Series], matchers: Sequence[Matcher], ptype: Prof
     index: dict[Filter, int] = {(): 0}
     series, series_filter = [], {}
     for s in candidates:  # one step per series, never per sample
+        deadline.check()
         own = [m for m in matchers if m.name in s.labels]
         if not all(m.matches(s.labels[m.name]) for m in own):
             continue

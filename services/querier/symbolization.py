@@ -7,8 +7,9 @@ one call holding every object of the query (one batch per build ID), and the ans
 Debug information uploaded after a profile was stored therefore names it at the next query.
 
 Each block keeps, per answer generation, the function chain of each of its frames (inlined functions
-become frames of their own), so a warm query does no per-address work. When the symbolizer cannot be
-reached the frames keep their `[file] 0x…` names and the answer is marked partial.
+become frames of their own), so a warm query does no per-address work. Frames that stay addresses (the
+symbolizer cannot be reached, or no debug information names them yet) keep their `[file] 0x…` names,
+and an answer showing any of them is marked partial with a warning naming their object.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import numpy as np
 from flamewatch.pprof.wire import expand_ranges
 from flamewatch.storage.block import BlockReader
 from flamewatch.storage.postgres import Database
+from flamewatch.storage.symbols import Symbols
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +109,16 @@ class QuerySymbols:
     def chains(self, reader: BlockReader) -> BlockChains:
         return self.symbolization.chains(reader)
 
+    def note_unnamed(self, readers: list[BlockReader], shown: np.ndarray) -> None:
+        """Warn, once per object, about frames of these blocks still shown as addresses among the
+        `shown` names (those of the answer): the answer is then partial."""
+        shown_names = set(np.asarray(shown, object).tolist())
+        objects = sorted({obj for r in {id(r): r for r in readers}.values()
+                          for name, obj in self.symbolization.unnamed(r).items() if name in shown_names})
+        self.state.warnings.extend(f"frames of {obj} are shown as addresses: no debug information names them "
+                                   "(upload it with `flamewatch debuginfo upload`, or serve it over debuginfod)"
+                                   for obj in objects)
+
 
 class Symbolization:
     def __init__(self, symbolizer: Symbolizer, db: Database | None, retry_missing_s: float = 5.0,
@@ -156,6 +168,35 @@ class Symbolization:
                            np.int64)
             chains = list(self._chains)
         return _block_chains(reader, un.frame[ids >= 0], ids[ids >= 0], chains)
+
+    def named(self, un: _Unresolved) -> tuple[np.ndarray, list[Chain]]:
+        """Of these address frames, those with an answer that names them, and their chains."""
+        with self._lock:
+            ids = [self._known.get((k, o), -1) for k, o in zip(un.key.tolist(), un.offset.tolist())]
+            chains = [self._chains[i] if i >= 0 else () for i in ids]
+        named = np.array([bool(c) for c in chains], bool)
+        return un.frame[named] if len(un.frame) else un.frame, [c for c in chains if c]
+
+    def unnamed(self, reader: BlockReader) -> dict[str, str]:
+        """The names shown for the block's frames that stay addresses (no answer yet, or an answer with no
+        function), by function and by line, each with its object (file name and build ID). Kept per
+        answer generation, as paths are, so a warm query does no per-address work."""
+        stamp = (self._epoch, self.generation)
+        cached = reader.__dict__.get("_symbolization_unnamed")
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        un = _unresolved(reader)
+        with self._lock:
+            ids = [self._known.get((k, o), -1) for k, o in zip(un.key.tolist(), un.offset.tolist())]
+            unnamed = np.array([i < 0 or not self._chains[i] for i in ids], bool)
+        frames = un.frame[unnamed]
+        objects = [f"{f} (build ID {b})" if b and f else b or f
+                   for b, f in zip(un.build_id[unnamed].tolist(), un.file_name[unnamed].tolist())]
+        found: dict[str, str] = {}
+        for names in (reader.location_names, reader.location_line_names):
+            found.update(zip(names[frames].tolist(), objects))
+        reader.__dict__["_symbolization_unnamed"] = (stamp, found)
+        return found
 
     # --------------------------------------------------------------------------------- sources
 
@@ -253,23 +294,52 @@ def _unresolved(reader: BlockReader) -> _Unresolved:
     cached = reader.__dict__.get("_symbolization_unresolved")
     if cached is not None:
         return cached
-    fr, mp, strings = reader.frames, reader.mappings, reader.strings
-    frame = np.flatnonzero((fr["function"] < 0) & (fr["mapping"] >= 0))
-    m = fr["mapping"][frame]
-    address = fr["address"][frame]
-    inside = (mp["memory_start"][m] <= address) & (address < mp["memory_limit"][m]) if len(m) else np.zeros(0, bool)
-    frame, m, address = frame[inside], m[inside], address[inside]
-    build_ids = strings[mp["build_id"]].astype(str) if len(mp["build_id"]) else np.zeros(0, str)
-    files = strings[mp["filename"]].astype(str) if len(mp["filename"]) else np.zeros(0, str)
-    pseudo = np.array([f.startswith("[") or not f for f in files.tolist()], bool)  # [vdso], [vsyscall]
-    keys = np.array([b.lower() if b else ("" if p else "name:" + f.rsplit("/", 1)[-1])
-                     for b, f, p in zip(build_ids.tolist(), files.tolist(), pseudo.tolist())], object)
-    usable = keys[m] != "" if len(m) else np.zeros(0, bool)
-    frame, m, address = frame[usable], m[usable], address[usable]
-    offset = address - mp["memory_start"][m] + mp["file_offset"][m]
-    un = _Unresolved(frame, keys[m], build_ids[m].astype(object), files[m].astype(object), offset.astype(np.uint64))
+    mp, strings = reader.mappings, reader.strings
+    un = _address_frames(reader.frames, _Mappings(mp["memory_start"], mp["memory_limit"], mp["file_offset"],
+                                                  _texts(strings, mp["build_id"]), _texts(strings, mp["filename"])))
     reader.__dict__["_symbolization_unresolved"] = un
     return un
+
+
+@dataclass(frozen=True, eq=False)
+class _Mappings:
+    start: np.ndarray  # uint64
+    limit: np.ndarray  # uint64
+    offset: np.ndarray  # uint64
+    build_id: np.ndarray  # str
+    file_name: np.ndarray  # str
+
+
+def _texts(strings: np.ndarray, index: np.ndarray) -> np.ndarray:
+    return strings[index].astype(str) if len(index) else np.zeros(0, str)
+
+
+def _address_frames(fr: dict[str, np.ndarray], mp: _Mappings) -> _Unresolved:
+    """The frames (rows of a frames table) that hold only an address in an object the symbolizer can be
+    asked about, with that object's key and the address's offset in its file."""
+    frame = np.flatnonzero((fr["function"] < 0) & (fr["mapping"] >= 0))
+    m = fr["mapping"][frame]
+    address = fr["address"][frame].astype(np.uint64)
+    inside = (mp.start[m] <= address) & (address < mp.limit[m]) if len(m) else np.zeros(0, bool)
+    frame, m, address = frame[inside], m[inside], address[inside]
+    pseudo = np.array([f.startswith("[") or not f for f in mp.file_name.tolist()], bool)  # [vdso], [vsyscall]
+    keys = np.array([b.lower() if b else ("" if p else "name:" + f.rsplit("/", 1)[-1])
+                     for b, f, p in zip(mp.build_id.tolist(), mp.file_name.tolist(), pseudo.tolist())], object)
+    usable = keys[m] != "" if len(m) else np.zeros(0, bool)
+    frame, m, address = frame[usable], m[usable], address[usable]
+    offset = address - mp.start[m] + mp.offset[m]
+    return _Unresolved(frame, keys[m], mp.build_id[m].astype(object), mp.file_name[m].astype(object),
+                       offset.astype(np.uint64))
+
+
+def gathered_chains(symbolization: Symbolization, symbols: Symbols) -> tuple[np.ndarray, list[Chain]]:
+    """The frames of gathered symbols (see `flamewatch.storage.gather`) that are bare addresses named by
+    what the symbolizer answered, and their chains (innermost first); `prepare` the blocks first."""
+    mp, strings = symbols.mappings, symbols.strings
+    un = _address_frames(symbols.frames, _Mappings(
+        mp[:, 2].view(np.uint64), mp[:, 3].view(np.uint64), mp[:, 4].view(np.uint64),
+        _texts(strings, mp[:, 1]), _texts(strings, mp[:, 0])))
+    return symbolization.named(un)
 
 
 def _wanted(parts: list[_Unresolved]) -> dict[str, tuple[str, str, np.ndarray]]:

@@ -311,7 +311,7 @@ def querier_errors(seeded: Seeded) -> list:
         ("/series", {"match[]": "{service_name=}", **r}, 400,
          "invalid selector at position 14: expected a quoted string after '='"),
         ("/labels", {"match[]": '{source=~"("}', **r}, 400, 'invalid selector at position 9: label "source": '
-         'invalid regular expression "(": missing ), unterminated subpattern'),
+         'invalid regular expression "(": missing ): ('),
         ("/labels", {"from": "1700000000000", "until": "1690000000000"}, 400,
          "from (2023-11-14T22:13:20.000Z) is after until (2023-07-22T04:26:40.000Z)"),
         ("/query", {"query": CPU, "from": "yesterday"}, 400,

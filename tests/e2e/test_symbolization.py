@@ -177,6 +177,9 @@ def test_c_profile_named_after_debuginfo_upload_as_pprof_local_names_it(stack: S
     before = stack.query("burn-upload")
     assert any(n.startswith("[burn] 0x") for n in names_of(before["tree"])), names_of(before["tree"])
     assert not any(n.startswith("hash_loop") for n in names_of(before["tree"]))
+    assert before["partial"] is True
+    assert f"frames of {binary.stripped} are shown as addresses: no debug information names them (upload it " \
+        "with `flamewatch debuginfo upload`, or serve it over debuginfod)" in before["warnings"]
 
     done = stack.upload_debuginfo(binary.path)
     assert done.returncode == 0, done.stderr
@@ -187,12 +190,33 @@ def test_c_profile_named_after_debuginfo_upload_as_pprof_local_names_it(stack: S
     assert {"main", "hash_loop", "sum_squares", "mix"} <= {n.split()[0] for n in want_cum}
     assert {n: got_cum.get(n) for n in want_cum} == want_cum
     assert {n: got_self.get(n) for n in want_self} == want_self
-    assert answer["partial"] is False
+    assert_partial_only_for_unuploaded_objects(answer, binary.stripped)
 
     functions = stack.query("burn-upload", "functions")
     fn_cum, _ = tree_cum_self(functions["tree"])
     for name in ("main", "hash_loop", "sum_squares", "mix"):
         assert fn_cum[name] == sum(v for n, v in want_cum.items() if n.split()[0] == name)
+
+    # The UI's "Download pprof": go tool pprof names the same functions with the same times.
+    top = downloaded_top(stack, "burn-upload", tmp_path)
+    for name in ("main", "hash_loop", "sum_squares", "mix"):
+        assert top[name] == fn_cum[name], (name, top)
+
+
+_TOP_ROW = re.compile(r"^\s*\d+(?:ns)?\s+[\d.]+%\s+[\d.]+%\s+(\d+)(?:ns)?\s+[\d.]+%\s+(.+)$")
+
+
+def downloaded_top(stack: Stack, service_name: str, tmp_path: Path) -> dict[str, int]:
+    """Cumulative ns per function, as `go tool pprof -top` reads the querier's `format=pprof` answer."""
+    r = stack.http.get(f"{stack.querier.url}/api/v1/query", params={
+        "query": f'{CPU}{{service_name="{service_name}"}}', "from": "now-1h", "format": "pprof"})
+    assert r.status_code == 200, r.text
+    path = tmp_path / "downloaded.pb.gz"
+    path.write_bytes(r.content)
+    out = subprocess.run(["go", "tool", "pprof", "-top", "-nodefraction=0", "-nodecount=100000", "-unit=ns",
+                          "-symbolize=none",
+                          str(path)], capture_output=True, text=True, timeout=300, check=True).stdout
+    return {m[2].strip(): int(m[1]) for line in out.splitlines() if (m := _TOP_ROW.match(line))}
 
 
 @pytest.mark.gcc
@@ -248,7 +272,18 @@ def test_symbolizer_outage_answers_with_addresses_and_says_partial(stack: Stack,
         stack.symbolizer.start()
     assert stack.upload_debuginfo(binary.path).returncode == 0
     answer = query_until(stack, "burn-outage", lambda a: "hash_loop" in str(names_of(a["tree"])))
-    assert answer["partial"] is False and "hash_loop" in str(names_of(answer["tree"]))
+    assert "hash_loop" in str(names_of(answer["tree"]))
+    assert_partial_only_for_unuploaded_objects(answer, binary.stripped)
+
+
+def assert_partial_only_for_unuploaded_objects(answer: dict, uploaded: Path) -> None:
+    """Frames of the uploaded program are all named; the answer is partial exactly when it still shows
+    frames of another object (the C library, whose debug information nobody uploaded), each named."""
+    shown = {n.split("]")[0][1:] for n in names_of(answer["tree"]) if n.startswith("[")}
+    assert uploaded.name not in shown
+    assert answer["partial"] is bool(shown)
+    assert all(any(f"/{name} are shown as addresses" in w for w in answer["warnings"]) for name in shown)
+    assert not [w for w in answer["warnings"] if str(uploaded) in w]
 
 
 # ------------------------------------------------------------------------------------------ Go

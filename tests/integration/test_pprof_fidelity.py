@@ -54,7 +54,7 @@ class Store:
     def pprof(self, picked: list[tuple[str, int]], path: Path) -> Path:
         keys = {k: k for k, _ in picked}
         rows = Rows(keys, np.array([k for k, _ in picked], object), np.array([r for _, r in picked], np.int64))
-        gathered, header = gather_rows(self.cache, rows)
+        gathered, header, _ = gather_rows(self.cache, rows)
         path.write_bytes(render_pprof(gathered, self.types[picked[0]], header))
         return path
 

@@ -25,6 +25,18 @@ from flamewatch.storage.gather import Gathered
 from flamewatch.storage.symbols import MAPPING_FLAG_BITS
 
 
+@dataclass(frozen=True, eq=False)
+class Named:
+    """Names for frames stored as bare addresses (from the symbolizer): per such frame of the gathered
+    symbols, its chain of (function, file, line), innermost first, as pprof lists a location's lines."""
+
+    frame: np.ndarray  # int64, rows of the gathered frames table
+    chains: list[tuple[tuple[str, str, int], ...]]
+
+
+NO_NAMES = Named(np.zeros(0, np.int64), [])
+
+
 @dataclass(frozen=True)
 class Header:
     """The profile-level fields of the output."""
@@ -34,13 +46,15 @@ class Header:
     duration_ns: int
 
 
-def render_pprof(g: Gathered, profile_type: ProfileType, header: Header) -> bytes:
+def render_pprof(g: Gathered, profile_type: ProfileType, header: Header, named: Named = NO_NAMES) -> bytes:
+    """The profile; a location stored as a bare address that `named` names gets its lines (inlined
+    functions included) and functions, as if the profile had come symbolized."""
     values = as_int(g.value)
     keep = values != 0
     nodes, sets, values = g.node[keep], g.label_set[keep], values[keep]
-    tables = _Used(g, nodes)
+    tables = _Used(g, nodes, named)
     strings = _Strings(g.symbols.strings, [tables.function_strings(), tables.mapping_strings(),
-                                           *_label_strings(g, sets)], profile_type)
+                                           *_label_strings(g, sets)], profile_type, tables.extra_strings)
     profile = Profile(
         strings=strings.table,
         sample_types=np.array([[1, 2]], np.int64),
@@ -81,12 +95,18 @@ def _samples(g: Gathered, tables: _Used, sets: np.ndarray, values: np.ndarray, s
 class _Strings:
     """The output string table: "", the profile type's four strings, then every string used."""
 
-    def __init__(self, table: np.ndarray, used: list[np.ndarray], profile_type: ProfileType):
+    def __init__(self, table: np.ndarray, used: list[np.ndarray], profile_type: ProfileType,
+                 extra: list[str] = ()):
         head = np.array(["", profile_type.sample_type, profile_type.sample_unit, profile_type.period_type,
                          profile_type.period_unit], object)
         self._used = np.unique(np.concatenate([np.asarray(u, np.int64) for u in used]))
         self._empty = np.asarray(table, object)[self._used] == ""
-        self.table = np.concatenate([head, np.asarray(table, object)[self._used]])
+        self._extra_base = len(head) + len(self._used)
+        self.table = np.concatenate([head, np.asarray(table, object)[self._used], np.array(list(extra), object)])
+
+    def of_extra(self, index: np.ndarray) -> np.ndarray:
+        """Output index of strings given to the table as `extra` (by their position there)."""
+        return np.asarray(index, np.int64) + self._extra_base
 
     def of(self, index: np.ndarray) -> np.ndarray:
         """Output index of stored string indices; the empty string is index 0."""
@@ -97,7 +117,7 @@ class _Strings:
 class _Used:
     """The locations, functions and mappings the samples' stacks use, numbered from 1 in output order."""
 
-    def __init__(self, g: Gathered, nodes: np.ndarray):
+    def __init__(self, g: Gathered, nodes: np.ndarray, named: Named = NO_NAMES):
         fr = g.symbols.frames
         self._g, self._frames = g, fr
         n_locations = int(fr["location"].max(initial=-1)) + 1
@@ -115,10 +135,29 @@ class _Used:
         self._line_counts = np.bincount(np.repeat(np.arange(len(self.loc)), counts)[fr["function"][frames] >= 0],
                                         minlength=len(self.loc))
         self.fn, self._line_fn = np.unique(fr["function"][self._line_frames], return_inverse=True)
+        self._line_location = np.repeat(np.arange(len(self.loc)), counts)[fr["function"][frames] >= 0]
+        self._symbolized(named, frames, counts)
         head = fr["mapping"][self._first[self.loc]]
         self.mp, mp_index = np.unique(head[head >= 0], return_inverse=True)
         self._loc_mapping = np.zeros(len(self.loc), np.uint64)
         self._loc_mapping[head >= 0] = mp_index.reshape(-1) + 1
+
+    def _symbolized(self, named: Named, frames: np.ndarray, counts: np.ndarray) -> None:
+        """Lines and functions for the used locations that are bare addresses `named` names: one step
+        per such location (a lookup over all frames finds them), never per sample."""
+        chain_of = dict(zip(named.frame.tolist(), named.chains))
+        location = np.repeat(np.arange(len(self.loc)), counts)
+        lines: list[tuple[int, str, str, int]] = []  # (output location index, function, file, line)
+        hit = np.flatnonzero(np.isin(frames, named.frame))
+        for frame, loc in zip(frames[hit].tolist(), location[hit].tolist()):
+            lines.extend((loc, *f) for f in chain_of.get(frame, ()))
+        extra = sorted({(f, file) for _, f, file, _ in lines})
+        self._extra_functions = extra
+        self.extra_strings = sorted({text for pair in extra for text in pair})
+        extra_id = {pair: i for i, pair in enumerate(extra)}
+        self._extra_lines = (np.array([x[0] for x in lines], np.int64),
+                             np.array([extra_id[(x[1], x[2])] for x in lines], np.int64),
+                             np.array([x[3] for x in lines], np.int64))
 
     def function_strings(self) -> np.ndarray:
         return self._g.symbols.functions[self.fn][:, :3].reshape(-1)
@@ -128,17 +167,29 @@ class _Used:
 
     def locations(self) -> Locations:
         fr, n = self._frames, len(self.loc)
+        extra_loc, extra_fn, extra_line = self._extra_lines
+        # Stored lines, then the symbolized ones: a location has one kind or the other, and a stable
+        # sort by location keeps each location's lines in their order (innermost first).
+        loc = np.concatenate([self._line_location, extra_loc])
+        order = np.argsort(loc, kind="stable")
+        function_id = np.concatenate([self._line_fn.reshape(-1) + 1, extra_fn + len(self.fn) + 1])[order]
         return Locations(
             id=np.arange(1, n + 1, dtype=np.uint64), mapping_id=self._loc_mapping,
             address=fr["address"][self._first[self.loc]].view(np.uint64), is_folded=np.zeros(n, bool),
-            line_offsets=np.concatenate([[0], np.cumsum(self._line_counts)]).astype(np.int64),
-            line_function_id=(self._line_fn.reshape(-1) + 1).astype(np.uint64),
-            line_line=fr["line"][self._line_frames], line_column=fr["column"][self._line_frames])
+            line_offsets=np.concatenate([[0], np.cumsum(np.bincount(loc, minlength=n))]).astype(np.int64),
+            line_function_id=function_id.astype(np.uint64),
+            line_line=np.concatenate([fr["line"][self._line_frames], extra_line])[order],
+            line_column=np.concatenate([fr["column"][self._line_frames], np.zeros(len(extra_loc), np.int64)])[order])
 
     def functions(self, strings: _Strings) -> Functions:
         f = self._g.symbols.functions[self.fn]
-        return Functions(np.arange(1, len(f) + 1, dtype=np.uint64), strings.of(f[:, 0]), strings.of(f[:, 1]),
-                         strings.of(f[:, 2]), f[:, 3].copy())
+        names = np.searchsorted(self.extra_strings, [n for n, _ in self._extra_functions]).astype(np.int64)
+        files = np.searchsorted(self.extra_strings, [file for _, file in self._extra_functions]).astype(np.int64)
+        name_ids = np.concatenate([strings.of(f[:, 0]), strings.of_extra(names)])
+        return Functions(np.arange(1, len(f) + len(names) + 1, dtype=np.uint64), name_ids,
+                         np.concatenate([strings.of(f[:, 1]), strings.of_extra(names)]),
+                         np.concatenate([strings.of(f[:, 2]), strings.of_extra(files)]),
+                         np.concatenate([f[:, 3], np.zeros(len(names), np.int64)]))
 
     def mappings(self, strings: _Strings) -> Mappings:
         m = self._g.symbols.mappings[self.mp]

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from e2e.pushes import rewritten
+from infra.minio import MinioServer
 
 from flamewatch.config import IngestLimits, MaintenanceConfig
 from flamewatch.ingester.compactor import Maintenance
@@ -22,7 +24,7 @@ from flamewatch.storage.compaction import CompactionConfig
 from flamewatch.storage.errors import StorageFull
 from flamewatch.storage.index import BlockRecord, IndexEntry
 from flamewatch.storage.keys import block_key
-from flamewatch.storage.objstore import FilesystemConfig, ObjectStore, open_object_store
+from flamewatch.storage.objstore import FilesystemConfig, ObjectStore, S3Config, open_object_store
 from flamewatch.storage.postgres import Database
 
 pytestmark = [pytest.mark.postgres, pytest.mark.go]
@@ -35,9 +37,16 @@ INT64_MIN = -(2**63)
 NOW = BASE + 3 * DAY
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> ObjectStore:
-    return open_object_store(FilesystemConfig(str(tmp_path / "objects")))
+@pytest.fixture(params=["filesystem", pytest.param("s3", marks=pytest.mark.s3)])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ObjectStore]:
+    if request.param == "filesystem":
+        backend = open_object_store(FilesystemConfig(str(tmp_path / "objects")))
+    else:
+        minio: MinioServer = request.getfixturevalue("minio")
+        backend = open_object_store(S3Config(bucket=request.getfixturevalue("s3_bucket"), endpoint=minio.endpoint,
+                                             access_key=minio.access_key, secret_key=minio.secret_key, insecure=True))
+    yield backend
+    backend.close()
 
 
 def stored_block(db: Database, store: ObjectStore, tenant: str, data: bytes, times: list[int], block_id: str) -> str:

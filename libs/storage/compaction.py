@@ -332,10 +332,11 @@ class Skipped:
         level = logging.WARNING if failures == 1 else logging.INFO
         log.log(level, "compaction: tenant %s: block %s cannot be compacted (%s)%s. It stays as it is and queries "
                 "still read it; the rest of the tenant's blocks compact without it. Compaction tries it again in "
-                "%.0f h (failure %d). If it keeps failing, look at the block (a Parquet file: DuckDB or pandas "
-                "open it) for the bad profile; retention removes it in its time, or delete its row from the "
-                "blocks table and its object to drop it now.", tenant, block.key, _reason(exc),
-                f", merged with {', '.join(others)}" if others else "", backoff / HOUR_NS, failures)
+                "%.0f h (failure %d). If it keeps failing, look for the bad profile in the block (a Parquet file: "
+                "DuckDB or pandas open it); retention removes the block in its time, or at once after "
+                "UPDATE blocks SET state = 'expired', retired_at = now() WHERE key = '%s'",
+                tenant, block.key, _reason(exc), f", merged with {', '.join(others)}" if others else "",
+                backoff / HOUR_NS, failures, block.key)
 
     def __len__(self) -> int:
         return len(self._failed)

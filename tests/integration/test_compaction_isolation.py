@@ -116,6 +116,15 @@ def test_a_block_that_cannot_be_compacted_stops_only_its_own_job(db, store, go_p
     assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
     assert levels(db, "a") == [0, 2, 2] and object_keys(store) == indexed_keys(db)
 
+    # What the message says to do to drop the block now works: retention takes it out, rows and object.
+    advice = tried[0][tried[0].index("UPDATE blocks"):]
+    with db.connection() as conn:
+        conn.execute(advice)
+    Maintenance(MaintenanceConfig(compaction=CompactionConfig(), retired_grace_s=0), store, db).run_once(NOW)
+    assert levels(db, "a") == [2, 2] and bad not in object_keys(store) and bad not in indexed_keys(db)
+    with db.connection() as conn:
+        assert conn.execute("SELECT count(*) FROM flush_series").fetchone()[0] == 0
+
 
 def test_a_store_failure_mid_job_ends_the_round_and_deletes_what_the_job_wrote(db, store, go_profiles,
                                                                              monkeypatch) -> None:

@@ -16,6 +16,7 @@ from e2e.pushes import rewritten
 from infra.minio import MinioServer
 
 from flamewatch.config import IngestLimits, MaintenanceConfig
+from flamewatch.ingester import compactor
 from flamewatch.ingester.compactor import Maintenance
 from flamewatch.ingester.prepare import prepare
 from flamewatch.storage import compaction, index
@@ -148,3 +149,26 @@ def test_a_store_failure_mid_job_ends_the_round_and_deletes_what_the_job_wrote(d
     monkeypatch.undo()
     compaction.compact_tenant(db, store, "a", NOW)  # space is back: the next round does the job
     assert levels(db, "a") == [2]
+
+
+def test_a_failed_retention_or_tenant_does_not_stop_the_others(db, store, go_profiles, monkeypatch, caplog) -> None:
+    for tenant, block_id in (("a", "0" * 26), ("b", "1" * 26)):
+        stored_block(db, store, tenant, go_profiles["cpu"], [BASE + 5 * MIN], block_id)
+    real = compactor.compact_tenant
+
+    def fails_for_a(db, store, tenant, *args):
+        if tenant == "a":
+            raise ValueError("something unforeseen in tenant a")
+        return real(db, store, tenant, *args)
+
+    def retention_fails(*args):
+        raise ValueError("something unforeseen in retention")
+
+    monkeypatch.setattr(compactor, "compact_tenant", fails_for_a)
+    monkeypatch.setattr(compactor, "expire", retention_fails)
+    with caplog.at_level(logging.WARNING, logger="flamewatch"):
+        Maintenance(MaintenanceConfig(compaction=CompactionConfig()), store, db).run_once(NOW)
+    assert levels(db, "a") == [0] and levels(db, "b") == [2]
+    assert [r.getMessage() for r in caplog.records] == [
+        "retention failed: ValueError: something unforeseen in retention",
+        "compaction of tenant a failed: ValueError: something unforeseen in tenant a"]

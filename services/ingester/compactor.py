@@ -25,7 +25,6 @@ from flamewatch.storage.postgres import Database, try_lock
 from flamewatch.storage.retention import delete_retired, expire
 
 log = logging.getLogger(__name__)
-_failures = RateLimitedLog(log)
 
 COMPACTED = Counter("flamewatch_compacted_blocks", "Blocks merged into hour or day blocks", ["level"])
 EXPIRED = Counter("flamewatch_expired_blocks", "Blocks taken out of the index by retention")
@@ -35,6 +34,7 @@ class Maintenance:
     def __init__(self, config: MaintenanceConfig, store: ObjectStore, db: Database):
         self.config, self._store, self._db = config, store, db
         self._skipped = Skipped()  # blocks that failed their compaction job, until their back-off ends
+        self._failures = RateLimitedLog(log)
 
     async def run_forever(self) -> None:
         while True:
@@ -42,7 +42,8 @@ class Maintenance:
             try:
                 await asyncio.to_thread(self.run_once, time.time_ns())
             except Exception as exc:  # noqa: BLE001 - the next round starts over
-                _failures.log(logging.WARNING, type(exc).__name__, "compaction and retention round failed: %s", exc)
+                self._failures.log(logging.WARNING, type(exc).__name__, "compaction and retention round failed: %s",
+                                   exc)
 
     def run_once(self, now_ns: int) -> None:
         """Retention first, so nothing about to expire is compacted."""
@@ -63,8 +64,7 @@ class Maintenance:
                                           self._skipped):
                     COMPACTED.labels(str(job.level)).inc(job.inputs)
 
-    @staticmethod
-    def _isolated(what: str, step, *args) -> None:
+    def _isolated(self, what: str, step, *args) -> None:
         """Run one step of the round; its failure is logged and does not stop the next steps, unless
         storage is away (then every later step would fail the same way: the round ends)."""
         try:
@@ -72,5 +72,5 @@ class Maintenance:
         except StorageUnavailable:
             raise
         except Exception as exc:  # noqa: BLE001 - one tenant's trouble must not stop the others
-            _failures.log(logging.WARNING, f"{what}:{type(exc).__name__}", "%s failed: %s: %s", what,
+            self._failures.log(logging.WARNING, f"{what}:{type(exc).__name__}", "%s failed: %s: %s", what,
                           type(exc).__name__, exc)

@@ -31,21 +31,23 @@ def postgres_processes(data_dir: Path) -> list[int]:
 
 
 @pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGINT], ids=["sigterm", "sigint"])
-def test_a_clean_stop_after_a_kill_and_a_restart_stops_the_embedded_postgres(tmp_path: Path, how: signal.Signals):
-    first = start_all(tmp_path, free_port(), free_port())
+def test_a_clean_stop_after_a_kill_and_a_restart_stops_the_embedded_postgres(
+        embedded_workdir: Path, how: signal.Signals):
+    workdir = embedded_workdir
+    first = start_all(workdir, free_port(), free_port())
     first.kill()
     first.wait(30)
-    assert postgres_running(tmp_path / "data", settle_s=0), "SIGKILL cannot stop the embedded Postgres"
-    second = start_all(tmp_path, free_port(), free_port())
+    assert postgres_running(workdir / "data", settle_s=0), "SIGKILL cannot stop the embedded Postgres"
+    second = start_all(workdir, free_port(), free_port())
     second.send_signal(how)
-    assert second.wait(60) == 0, (tmp_path / "all.log").read_text()
-    assert not postgres_running(tmp_path / "data"), (tmp_path / "all.log").read_text()
-    assert postgres_processes(tmp_path / "data") == []
+    assert second.wait(60) == 0, (workdir / "all.log").read_text()
+    assert not postgres_running(workdir / "data"), (workdir / "all.log").read_text()
+    assert postgres_processes(workdir / "data") == []
 
 
 @pytest.fixture(autouse=True)
-def _no_server_left(tmp_path: Path):
+def _no_server_left(embedded_workdir: Path):
     """Should the test fail, stop the Postgres it left behind."""
     yield
-    for pid in postgres_processes(tmp_path / "data"):
+    for pid in postgres_processes(embedded_workdir / "data"):
         os.kill(pid, signal.SIGQUIT)  # Postgres' immediate shutdown

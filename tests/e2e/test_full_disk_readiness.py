@@ -38,10 +38,10 @@ def fill_until_not_ready(objects: Path, port: int) -> tuple[Path, str]:
     raise AssertionError(f"still ready on a full disk: {response.text}")
 
 
-def test_all_is_not_ready_while_its_object_directory_is_full(tmp_path: Path) -> None:
+def test_all_is_not_ready_while_its_object_directory_is_full(embedded_workdir: Path) -> None:
     http_port = free_port()
-    with tmpfs.mounted(tmp_path / "data" / "objects", "4m") as objects:
-        process = start_all(tmp_path, http_port, free_port())
+    with tmpfs.mounted(embedded_workdir / "data" / "objects", "4m") as objects:
+        process = start_all(embedded_workdir, http_port, free_port())
         try:
             filler, reasons = fill_until_not_ready(objects, http_port)
             assert re.fullmatch(rf"not ready: data disk: {re.escape(str(objects))} is full: \d+(\.\d)? (B|KiB) free "
@@ -50,4 +50,4 @@ def test_all_is_not_ready_while_its_object_directory_is_full(tmp_path: Path) -> 
             filler.unlink()
             assert readyz(http_port, 200).status_code == 200
         finally:
-            assert stop(process) == 0, (tmp_path / "all.log").read_text()
+            assert stop(process) == 0, (embedded_workdir / "all.log").read_text()

@@ -14,7 +14,7 @@ import asyncio
 import logging
 import time
 
-from prometheus_client import Counter
+from prometheus_client import Counter, Gauge
 
 from flamewatch.config import MaintenanceConfig
 from flamewatch.ratelimitedlog import RateLimitedLog
@@ -28,6 +28,8 @@ log = logging.getLogger(__name__)
 
 COMPACTED = Counter("flamewatch_compacted_blocks", "Blocks merged into hour or day blocks", ["level"])
 EXPIRED = Counter("flamewatch_expired_blocks", "Blocks taken out of the index by retention")
+SKIPPED = Gauge("flamewatch_compaction_skipped_blocks", "Blocks left out of compaction after their job failed on "
+                "them, until their back-off ends (each is logged when it fails)")
 
 
 class Maintenance:
@@ -50,6 +52,7 @@ class Maintenance:
         self._isolated("retention", self._retention, now_ns)
         for tenant in tenants_with_blocks(self._db):
             self._isolated(f"compaction of tenant {tenant}", self._compact, tenant, now_ns)
+        SKIPPED.set(len(self._skipped))
 
     def _retention(self, now_ns: int) -> None:
         with try_lock(self._db, "retention") as mine:
@@ -73,4 +76,4 @@ class Maintenance:
             raise
         except Exception as exc:  # noqa: BLE001 - one tenant's trouble must not stop the others
             self._failures.log(logging.WARNING, f"{what}:{type(exc).__name__}", "%s failed: %s: %s", what,
-                          type(exc).__name__, exc)
+                               type(exc).__name__, exc)

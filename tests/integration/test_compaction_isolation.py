@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from e2e.pushes import rewritten
 from infra.minio import MinioServer
+from prometheus_client import REGISTRY
 
 from flamewatch.config import IngestLimits, MaintenanceConfig
 from flamewatch.ingester import compactor
@@ -92,6 +93,7 @@ def test_a_block_that_cannot_be_compacted_stops_only_its_own_job(db, store, go_p
     assert [b.key for b in compaction.live_blocks(db, "a") if b.level == 0] == [bad]
     assert levels(db, "a") == [0, 2, 2]
     assert levels(db, "b") == [2]
+    assert REGISTRY.get_sample_value("flamewatch_compaction_skipped_blocks") == 1
     failures = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(failures) == 1
     message = failures[0].getMessage()

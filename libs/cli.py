@@ -154,6 +154,13 @@ def storage_config(args: argparse.Namespace) -> StorageConfig:
     return StorageConfig(store, postgres)
 
 
+def local_disks(config: StorageConfig) -> list[str]:
+    """The local directories the storage writes to (filesystem objects, embedded Postgres): readiness
+    checks they have room."""
+    store = [config.object_store.directory] if isinstance(config.object_store, FilesystemConfig) else []
+    return store + ([config.postgres.data_dir] if config.postgres.data_dir and not config.postgres.dsn else [])
+
+
 def _ingester_parser(sub) -> None:
     p = sub.add_parser("ingester", help="receive pprof pushes and store them durably",
                        description="Receive pprof profiles over gRPC (IngestService.Push) and HTTP "
@@ -317,7 +324,7 @@ def run_ingester(args: argparse.Namespace) -> int:
         ingester.start()
         stack.push_async_callback(ingester.stop)
         await _serve(args, listeners, [http_router(ingester)], register_grpc(ingester),
-                     ready=storage_readiness(store, db))
+                     ready=storage_readiness(store, db, local_disks(storage_config(args))))
 
     return _run(main)
 
@@ -454,7 +461,7 @@ def run_all(args: argparse.Namespace) -> int:
                    render_router(querier), collector_router(collector), ui_router(DEFAULT_UI_DIR)]
         # The collector stops while the servers still run, so what it has queued reaches the ingester.
         await _serve(args, listeners, routers, register, before_stop=collector.stop,
-                     ready=storage_readiness(store, db),
+                     ready=storage_readiness(store, db, local_disks(storage_config(args))),
                      ready_message="Flamewatch is ready: open http://"
                      f"{_browsable(_with_port(args.http_address, listeners.http_port))} (the API is "
                      "under /api/v1, scrape targets at /api/v1/targets); Ctrl-C stops it")

@@ -8,6 +8,10 @@ reach Postgres should be taken out of rotation, not restarted.
 What each service needs:
 
     ingester, querier, all   Postgres and the object store (every push and query uses both)
+    ingester, all            room on the local disks they write to (the filesystem object store's
+                             directory, the embedded Postgres' data directory): a push on a full disk
+                             can only fail, so the process leaves rotation until space is freed. The
+                             querier only reads: a full disk does not stop it answering
     frontend                 a querier that answers (its /healthz): the querier reports its own storage,
                              and a frontend taken out of rotation would hide the querier's error messages
     collector                nothing: scrapes go on and queue while the ingester is away, and what it
@@ -17,10 +21,13 @@ What each service needs:
 from __future__ import annotations
 
 import logging
+import os
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import httpx
@@ -33,6 +40,11 @@ log = logging.getLogger(__name__)
 
 TTL_S = 2.0
 HTTP_TIMEOUT_S = 2.0
+MiB = 1 << 20
+# A disk with less free space than this (or than 1% of its size, whichever is smaller: a small disk
+# would otherwise never be ready) counts as full: a block flush (up to 8 MiB) would likely not fit.
+MIN_FREE_BYTES = 16 * MiB
+_PROBE = b"\0" * 4096  # one page, so the probe asks the filesystem for a block
 
 
 @dataclass(frozen=True)
@@ -74,9 +86,40 @@ def _problem(check: Check) -> str | None:
     return None
 
 
-def storage_readiness(store: ObjectStore, db: Database) -> Readiness:
-    """Ready while Postgres and the object store both answer."""
-    return Readiness([Check("postgres", db.ping), Check("object store", store.ping)])
+def storage_readiness(store: ObjectStore, db: Database, disks: Sequence[str | Path] = ()) -> Readiness:
+    """Ready while Postgres and the object store both answer and each of the local `disks` (directories
+    this process writes to) has room (`disk_has_room`)."""
+    checks = [Check("postgres", db.ping), Check("object store", store.ping)]
+    directories = dict.fromkeys(Path(d).absolute() for d in disks)  # absolute, to name them in messages
+    return Readiness(checks + [Check("data disk", disk_has_room(d)) for d in directories])
+
+
+def disk_has_room(directory: Path, min_free_bytes: int = MIN_FREE_BYTES) -> Callable[[], None]:
+    """A check that raises when `directory`'s filesystem has less than `min_free_bytes` (or 1% of its
+    size, if less) free, or refuses a small write (no free inodes, mounted read-only, quota)."""
+
+    def check() -> None:
+        stat = os.statvfs(directory)
+        free, size = stat.f_bavail * stat.f_frsize, stat.f_blocks * stat.f_frsize
+        threshold = min(min_free_bytes, size // 100)
+        if free < threshold:
+            raise OSError(f"{directory} is full: {_size(free)} free of {_size(size)} (under {_size(threshold)}); "
+                          "free some space on it")
+        try:
+            with tempfile.TemporaryFile(dir=directory) as probe:  # unnamed where the OS allows (O_TMPFILE)
+                probe.write(_PROBE)
+                probe.flush()
+        except OSError as exc:
+            raise OSError(f"{directory} refuses writes: {exc.strerror or exc}") from exc
+
+    return check
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", MiB), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
 
 
 def upstream_readiness(name: str, base_url: str) -> Readiness:

@@ -18,6 +18,14 @@ grace period by `retention.delete_retired`. A crash before the switch leaves obj
 which the orphan sweeper removes; after it, nothing is lost and nothing counted twice. Callers run one
 compactor per tenant at a time (`tenant_lock`). After its jobs, a round gives the space of the index
 rows they replaced back to Postgres (`_reclaim`).
+
+A job that fails on its data (a block that cannot be read or merged, a profile time no partition can
+hold) stops only itself: the objects it wrote are deleted at once, and its own blocks (the flushed ones
+of an hour job, the hour blocks of a day job) are tried again in halves until the block that fails alone
+is found. That block is left as it is, still read by queries, logged once with its key and the reason,
+and not tried again before a back-off (`Skipped`); the other blocks, hours and tenants compact. A
+failure to reach Postgres or the object store (`StorageUnavailable`) is no fault of the job's blocks:
+it ends the round, which the next one starts over.
 """
 
 from __future__ import annotations
@@ -27,23 +35,26 @@ import logging
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from ulid import ULID
 
 from flamewatch.storage import index
 from flamewatch.storage.block import BlockReader, compact, series_order
+from flamewatch.storage.errors import StorageUnavailable
 from flamewatch.storage.index import BlockRecord, ProfileRows
 from flamewatch.storage.keys import LEVEL_DAY, LEVEL_FLUSH, LEVEL_HOUR, block_key
 from flamewatch.storage.objstore import ObjectStore
 from flamewatch.storage.postgres import Database, partition_name, truncate_if_empty, try_lock, utc_day, vacuum
+from flamewatch.storage.sweeper import delete_unindexed
 
 log = logging.getLogger(__name__)
 
 HOUR_NS = 3600 * 10**9
 DAY_NS = 24 * HOUR_NS
 MiB = 1 << 20
+_LEVEL_NAMES = {LEVEL_HOUR: "hour", LEVEL_DAY: "day"}
 
 
 @dataclass(frozen=True)
@@ -78,14 +89,51 @@ class Compacted:
 
 
 def compact_tenant(db: Database, store: ObjectStore, tenant: str, now_ns: int,
-                   config: CompactionConfig = CompactionConfig()) -> list[Compacted]:
-    """Run every hour job, then every day job, that is due for the tenant."""
-    done = []
-    for level, planner in ((LEVEL_HOUR, hour_job), (LEVEL_DAY, day_job)):
-        while job := planner(live_blocks(db, tenant), now_ns, config):
-            done.append(run_job(db, store, tenant, job, level, config))
+                   config: CompactionConfig = CompactionConfig(), skipped: Skipped | None = None) -> list[Compacted]:
+    """Run every hour job, then every day job, that is due for the tenant, leaving out the blocks
+    `skipped` holds (see the module docstring); `skipped` remembers the blocks that fail from one round
+    to the next."""
+    skipped = Skipped() if skipped is None else skipped
+    done: list[Compacted] = []
+    for level in (LEVEL_HOUR, LEVEL_DAY):
+        done += _run_level(db, store, tenant, level, now_ns, config, skipped)
     _reclaim(db, done)
     return done
+
+
+def _run_level(db: Database, store: ObjectStore, tenant: str, level: int, now_ns: int, config: CompactionConfig,
+               skipped: Skipped) -> list[Compacted]:
+    """Every job of one level; a failed job's own blocks are tried again in halves (`retry`, a stack)."""
+    planner, own_level = (hour_job, LEVEL_FLUSH) if level == LEVEL_HOUR else (day_job, LEVEL_HOUR)
+    done: list[Compacted] = []
+    retry: list[set[str]] = []
+    while True:
+        blocks = skipped.usable(tenant, live_blocks(db, tenant), now_ns)
+        only = retry.pop() if retry else None
+        view = blocks if only is None else [b for b in blocks if b.level != own_level or b.id in only]
+        if not (job := planner(view, now_ns, config)):
+            if retry or only is not None:
+                continue
+            return done
+        try:
+            done.append(run_job(db, store, tenant, job, level, config))
+        except StorageUnavailable:
+            raise
+        except Exception as exc:  # noqa: BLE001 - whatever its blocks hold, it must not stop the others
+            retry += _halves_or_skip(tenant, job, [b for b in job if b.level == own_level], exc, now_ns, skipped)
+
+
+def _halves_or_skip(tenant: str, job: Sequence[StoredBlock], own: Sequence[StoredBlock], exc: Exception,
+                    now_ns: int, skipped: Skipped) -> list[set[str]]:
+    """The two halves of a failed job's own blocks to try next (the first half last, as it is popped
+    first), or none when the job had one block of its own: that one is skipped."""
+    if len(own) == 1:
+        skipped.add(tenant, own[0], job, exc, now_ns)
+        return []
+    log.info("compaction: tenant %s: a job of %d block(s) failed (%s); trying its blocks in halves",
+             tenant, len(job), _reason(exc))
+    half = len(own) // 2
+    return [{b.id for b in own[half:]}, {b.id for b in own[:half]}]
 
 
 def _reclaim(db: Database, done: Sequence[Compacted]) -> None:
@@ -171,13 +219,18 @@ def run_job(db: Database, store: ObjectStore, tenant: str, inputs: Sequence[Stor
     readers = _fetch(store, inputs, config.fetch_concurrency)
     period = HOUR_NS if level == LEVEL_HOUR else DAY_NS
     buckets = rows.time - rows.time % period
-    outputs = [_write_bucket(store, tenant, level, rows.take(np.flatnonzero(buckets == b)), readers)
-               for b in np.unique(buckets)]
-    index.replace_blocks(db, outputs, [b.id for b in inputs])
+    written: list[str] = []
+    try:
+        outputs = [_write_bucket(store, tenant, level, rows.take(np.flatnonzero(buckets == b)), readers, written)
+                   for b in np.unique(buckets)]
+        index.replace_blocks(db, outputs, [b.id for b in inputs])
+    except Exception:  # not on a BaseException: the process is going away, and the sweeper will clean up
+        _delete_written(store, db, tenant, written)
+        raise
     done = Compacted(level, len(inputs), sum(b.bytes for b in inputs), [r for r, _ in outputs], len(rows),
                      duplicates, time.perf_counter() - started)
     log.info("compaction: tenant %s: %d block(s), %.1f MiB -> %d %s block(s), %.1f MiB, %d profiles%s in %.1f s",
-             tenant, done.inputs, done.input_bytes / MiB, len(done.outputs), "hour" if level == LEVEL_HOUR else "day",
+             tenant, done.inputs, done.input_bytes / MiB, len(done.outputs), _LEVEL_NAMES[level],
              sum(r.bytes for r in done.outputs) / MiB, done.profiles,
              f" ({duplicates} stored twice, kept once)" if duplicates else "", done.seconds)
     return done
@@ -200,7 +253,7 @@ def _fetch(store: ObjectStore, blocks: Sequence[StoredBlock], concurrency: int) 
 
 
 def _write_bucket(store: ObjectStore, tenant: str, level: int, rows: ProfileRows,
-                  readers: dict[str, BlockReader]) -> tuple[BlockRecord, ProfileRows]:
+                  readers: dict[str, BlockReader], written: list[str]) -> tuple[BlockRecord, ProfileRows]:
     """One new block with the given profiles, ordered by profile type, service, series and time (so a
     query for one service reads few of its row groups)."""
     ids, codes = np.unique(rows.block_id.astype(str), return_inverse=True)
@@ -214,6 +267,7 @@ def _write_bucket(store: ObjectStore, tenant: str, level: int, rows: ProfileRows
     new_id = str(ULID())
     lo, hi = int(rows.time.min()), int(rows.time.max())
     record = BlockRecord(new_id, tenant, block_key(tenant, level, lo, new_id), lo, hi, level, len(data), len(rows))
+    written.append(record.key)  # before the upload: a failed upload may still leave a partial object
     store.put(record.key, data)
     placed = ProfileRows(rows.series_id, rows.time, np.full(len(rows), new_id),
                          np.arange(len(rows), dtype=np.int64), rows.total, rows.content_hash)
@@ -223,3 +277,66 @@ def _write_bucket(store: ObjectStore, tenant: str, level: int, rows: ProfileRows
 def tenant_lock(db: Database, tenant: str) -> contextlib.AbstractContextManager[bool]:
     """Try to become the tenant's one compactor; yields whether this process is (held until exit)."""
     return try_lock(db, f"compactor:{tenant}")
+
+
+def _delete_written(store: ObjectStore, db: Database, tenant: str, keys: list[str]) -> None:
+    """Delete the objects a failed job wrote, unless the index points at them; if that cannot be known
+    now (Postgres or the store is away), the orphan sweeper removes them later."""
+    try:
+        deleted = delete_unindexed(store, db, keys)
+    except Exception as exc:  # noqa: BLE001 - the job's own failure is the one to report
+        log.info("compaction: tenant %s: the %d object(s) of a failed job stay for the orphan sweeper: %s",
+                 tenant, len(keys), _reason(exc))
+        return
+    if deleted:
+        log.info("compaction: tenant %s: deleted the %d object(s) a failed job wrote", tenant, len(deleted))
+
+
+def _reason(exc: BaseException) -> str:
+    first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {first_line}" if first_line else type(exc).__name__
+
+
+# ------------------------------------------------------------------------------------------ skipping
+
+
+@dataclass
+class _Failure:
+    retry_at_ns: int
+    failures: int
+
+
+@dataclass
+class Skipped:
+    """The blocks whose jobs failed on them alone, left out of compaction until a back-off has passed:
+    `first_backoff_ns` after the first failure, doubling with each later one up to `max_backoff_ns`.
+    Kept in memory: after a restart each such block is tried, and logged, once more."""
+
+    first_backoff_ns: int = HOUR_NS
+    max_backoff_ns: int = DAY_NS
+    _failed: dict[tuple[str, str], _Failure] = field(default_factory=dict)
+
+    def usable(self, tenant: str, blocks: Sequence[StoredBlock], now_ns: int) -> list[StoredBlock]:
+        """The blocks not waiting out a back-off; forgets the tenant's blocks that are no longer live."""
+        live = {b.id for b in blocks}
+        for key in [k for k in self._failed if k[0] == tenant and k[1] not in live]:
+            del self._failed[key]
+        return [b for b in blocks if (f := self._failed.get((tenant, b.id))) is None or f.retry_at_ns <= now_ns]
+
+    def add(self, tenant: str, block: StoredBlock, job: Sequence[StoredBlock], exc: Exception, now_ns: int) -> None:
+        previous = self._failed.get((tenant, block.id))
+        failures = 1 if previous is None else previous.failures + 1
+        backoff = min(self.first_backoff_ns << (failures - 1), self.max_backoff_ns)
+        self._failed[tenant, block.id] = _Failure(now_ns + backoff, failures)
+        others = [b.key for b in job if b.id != block.id]
+        level = logging.WARNING if failures == 1 else logging.INFO
+        log.log(level, "compaction: tenant %s: block %s cannot be compacted (%s)%s. It stays as it is and queries "
+                "still read it; the rest of the tenant's blocks compact without it. Compaction tries it again in "
+                "%.0f h (failure %d). If it keeps failing, look for the bad profile in the block (a Parquet file: "
+                "DuckDB or pandas open it); retention removes the block in its time, or at once after "
+                "UPDATE blocks SET state = 'expired', retired_at = now() WHERE key = '%s'",
+                tenant, block.key, _reason(exc), f", merged with {', '.join(others)}" if others else "",
+                backoff / HOUR_NS, failures, block.key)
+
+    def __len__(self) -> int:
+        return len(self._failed)

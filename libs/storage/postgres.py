@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import logging
+import os
 import re
 import subprocess
 import threading
@@ -68,7 +70,9 @@ class EmbeddedPostgres:
     The server outlives this process (pgserver's `cleanup_mode=None`), so a crash leaves it running
     and the next start on the same directory simply reuses it; a cold start on an existing directory
     takes a fraction of a second. `stop()` stops it once no other handle needs it: pgserver counts
-    the processes using the directory, this class counts the handles within this process.
+    the processes using the directory, this class counts the handles within this process. A process
+    killed with SIGKILL never leaves pgserver's count, which would keep the server running after every
+    later clean stop; so the processes that no longer exist are taken out of it at start and at stop.
     """
 
     _handles: ClassVar[dict[Path, int]] = {}
@@ -79,6 +83,7 @@ class EmbeddedPostgres:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             with self._handles_lock:
+                _forget_dead_handles(path)
                 self._server = _pgserver().get_server(path, cleanup_mode=None)
                 self._handles[path] = self._handles.get(path, 0) + 1
         except (OSError, subprocess.SubprocessError, RuntimeError) as exc:
@@ -105,6 +110,7 @@ class EmbeddedPostgres:
     def _stop_server(self) -> None:
         self._server.cleanup_mode = "stop"
         try:
+            _forget_dead_handles(self.data_dir)
             self._server.cleanup()
         except (OSError, subprocess.SubprocessError) as exc:
             raise StorageError(f"cannot stop embedded Postgres in {self.data_dir}: {exc}") from exc
@@ -215,6 +221,32 @@ def _embedded_for(config: PostgresConfig) -> EmbeddedPostgres | None:
     if not config.data_dir:
         raise StorageConfigError("postgres: set either dsn or data_dir (for the embedded server)")
     return EmbeddedPostgres(config.data_dir)
+
+
+def _forget_dead_handles(pgdata: Path) -> None:
+    """Take the processes that no longer exist out of pgserver's list of the processes using `pgdata`
+    (its `.handle_pids.json`, kept under its inter-process lock), so the last live one stops the server."""
+    handles = pgdata / ".handle_pids.json"
+    with _pgserver().postgres_server.PostgresServer._lock:
+        try:
+            pids = json.loads(handles.read_text())
+        except (OSError, ValueError):
+            return  # no list yet (a new directory), or one pgserver will rewrite
+        alive = [pid for pid in pids if _process_exists(pid)]
+        if alive != pids:
+            handles.write_text(json.dumps(alive))
+            logger.info("embedded Postgres in %s: forgot the processes %s, which ended without stopping it",
+                        pgdata, sorted(set(pids) - set(alive)))
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    return True
 
 
 def _pgserver() -> ModuleType:

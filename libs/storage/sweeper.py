@@ -33,6 +33,20 @@ def sweep_orphans(store: ObjectStore, db: Database, *, grace_ns: int, now_ns: in
     return deleted
 
 
+def delete_unindexed(store: ObjectStore, db: Database, keys: list[str]) -> list[str]:
+    """Delete at once the objects among `keys` that no index row points to (a failed write's own objects,
+    whose commit is known to have failed or not to have happened); returns their keys. Raises when the
+    index cannot be read, leaving the objects to `sweep_orphans`: an object whose commit may have gone
+    through must not be deleted on a guess."""
+    if not keys:
+        return []
+    indexed = _indexed_keys(db, keys)
+    unindexed = [key for key in keys if key not in indexed]
+    for key in unindexed:
+        store.delete(key)
+    return unindexed
+
+
 def _is_old_block(obj: ObjectInfo, grace_ns: int, now_ns: int) -> bool:
     return _BLOCK_KEY.match(obj.key) is not None and now_ns - obj.last_modified_ns > grace_ns
 

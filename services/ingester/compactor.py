@@ -2,8 +2,10 @@
 
 Each round expires what is past the retention and deletes retired objects after their grace period,
 then takes, per tenant, the tenant's compaction lock in Postgres (so with several ingesters one
-compacts a tenant at a time and the others skip it) and runs the hour and day jobs that are due. A failed
-round is logged and the next one starts over: every step leaves the store consistent.
+compacts a tenant at a time and the others skip it) and runs the hour and day jobs that are due. A job
+that fails on its blocks is skipped by `compact_tenant` itself; any other failure of retention or of one
+tenant is logged and the round goes on with the next step or tenant, except Postgres or the object store
+being away, which ends the round. Every step leaves the store consistent, so the next round starts over.
 """
 
 from __future__ import annotations
@@ -12,25 +14,29 @@ import asyncio
 import logging
 import time
 
-from prometheus_client import Counter
+from prometheus_client import Counter, Gauge
 
 from flamewatch.config import MaintenanceConfig
 from flamewatch.ratelimitedlog import RateLimitedLog
-from flamewatch.storage.compaction import compact_tenant, tenant_lock, tenants_with_blocks
+from flamewatch.storage.compaction import Skipped, compact_tenant, tenant_lock, tenants_with_blocks
+from flamewatch.storage.errors import StorageUnavailable
 from flamewatch.storage.objstore import ObjectStore
 from flamewatch.storage.postgres import Database, try_lock
 from flamewatch.storage.retention import delete_retired, expire
 
 log = logging.getLogger(__name__)
-_failures = RateLimitedLog(log)
 
 COMPACTED = Counter("flamewatch_compacted_blocks", "Blocks merged into hour or day blocks", ["level"])
 EXPIRED = Counter("flamewatch_expired_blocks", "Blocks taken out of the index by retention")
+SKIPPED = Gauge("flamewatch_compaction_skipped_blocks", "Blocks left out of compaction after their job failed on "
+                "them, until their back-off ends (each is logged when it fails)")
 
 
 class Maintenance:
     def __init__(self, config: MaintenanceConfig, store: ObjectStore, db: Database):
         self.config, self._store, self._db = config, store, db
+        self._skipped = Skipped()  # blocks that failed their compaction job, until their back-off ends
+        self._failures = RateLimitedLog(log)
 
     async def run_forever(self) -> None:
         while True:
@@ -38,16 +44,36 @@ class Maintenance:
             try:
                 await asyncio.to_thread(self.run_once, time.time_ns())
             except Exception as exc:  # noqa: BLE001 - the next round starts over
-                _failures.log(logging.WARNING, type(exc).__name__, "compaction and retention round failed: %s", exc)
+                self._failures.log(logging.WARNING, type(exc).__name__, "compaction and retention round failed: %s",
+                                   exc)
 
     def run_once(self, now_ns: int) -> None:
         """Retention first, so nothing about to expire is compacted."""
+        self._isolated("retention", self._retention, now_ns)
+        for tenant in tenants_with_blocks(self._db):
+            self._isolated(f"compaction of tenant {tenant}", self._compact, tenant, now_ns)
+        SKIPPED.set(len(self._skipped))
+
+    def _retention(self, now_ns: int) -> None:
         with try_lock(self._db, "retention") as mine:
             if mine:
                 EXPIRED.inc(expire(self._db, self.config.retention, now_ns).blocks)
                 delete_retired(self._db, self._store, int(self.config.retired_grace_s * 1e9))
-        for tenant in tenants_with_blocks(self._db):
-            with tenant_lock(self._db, tenant) as mine:
-                if mine:
-                    for job in compact_tenant(self._db, self._store, tenant, now_ns, self.config.compaction):
-                        COMPACTED.labels(str(job.level)).inc(job.inputs)
+
+    def _compact(self, tenant: str, now_ns: int) -> None:
+        with tenant_lock(self._db, tenant) as mine:
+            if mine:
+                for job in compact_tenant(self._db, self._store, tenant, now_ns, self.config.compaction,
+                                          self._skipped):
+                    COMPACTED.labels(str(job.level)).inc(job.inputs)
+
+    def _isolated(self, what: str, step, *args) -> None:
+        """Run one step of the round; its failure is logged and does not stop the next steps, unless
+        storage is away (then every later step would fail the same way: the round ends)."""
+        try:
+            step(*args)
+        except StorageUnavailable:
+            raise
+        except Exception as exc:  # noqa: BLE001 - one tenant's trouble must not stop the others
+            self._failures.log(logging.WARNING, f"{what}:{type(exc).__name__}", "%s failed: %s: %s", what,
+                               type(exc).__name__, exc)

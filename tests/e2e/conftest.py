@@ -4,6 +4,7 @@
 |---|---|---|---|
 | `e2e_storage` | module | `postgres`, `s3` | a fresh database and a fresh bucket shared by the module's services |
 | `cluster` | module | `e2e`, `postgres`, `s3` | a started `e2e.cluster.Cluster` on `e2e_storage` |
+| `embedded_workdir` | function | | an empty directory for `flamewatch all` with its embedded Postgres |
 
 A `Cluster` exposes `ingester_url`, `querier_url`, `ingester_grpc`, `querier_grpc` ("127.0.0.1:PORT"),
 an HTTP client (`http`), gRPC stubs (`ingest`, `query`), `restart_ingester()`, `restart_querier()`, `kill(service)`,
@@ -18,8 +19,11 @@ written during the test is added to the failure report.
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from e2e.cluster import Cluster, Storage
@@ -72,3 +76,15 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         for i, (c, m) in enumerate(zip(clusters, marks, strict=True)):
             report.sections.append((f"flamewatch service logs (cluster {i})", c.logs_since(m)))
 
+
+
+@pytest.fixture
+def embedded_workdir() -> Iterator[Path]:
+    """Outside pytest's temporary root: run as root, pgserver starts Postgres as its own user, which must
+    traverse the directories above the data; pgserver opens them up, but every pytest session that
+    starts on the machine closes pytest's root again (mode 0700), so another session could make the
+    server unable to start or run."""
+    path = Path(tempfile.mkdtemp(prefix="flamewatch-e2e-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)

@@ -7,15 +7,39 @@ components receive them and never read the environment themselves.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from flamewatch.pprof.validate import ProfileLimits
-from flamewatch.storage.compaction import CompactionConfig
 from flamewatch.storage.objstore import FilesystemConfig, S3Config
-from flamewatch.storage.postgres import PostgresConfig
-from flamewatch.storage.retention import RetentionPolicy
+
+if TYPE_CHECKING:
+    from flamewatch.pprof.validate import ProfileLimits
+    from flamewatch.storage.compaction import CompactionConfig
+    from flamewatch.storage.postgres import PostgresConfig
+    from flamewatch.storage.retention import RetentionPolicy
+
+# The modules that define the storage and pprof parts of these configs import psycopg, numpy and pyarrow;
+# they are imported when such a config is made, not with this module, so that a process that needs none
+# of them (`flamewatch collector`, `flamewatch --help`) does not pay for them at start.
 
 MiB = 1 << 20
+
+
+def _embedded_postgres() -> PostgresConfig:
+    from flamewatch.storage.postgres import PostgresConfig
+
+    return PostgresConfig(data_dir="./data/postgres")
+
+
+def _compaction() -> CompactionConfig:
+    from flamewatch.storage.compaction import CompactionConfig
+
+    return CompactionConfig()
+
+
+def _retention() -> RetentionPolicy:
+    from flamewatch.storage.retention import RetentionPolicy
+
+    return RetentionPolicy()
 
 
 @dataclass(frozen=True)
@@ -31,6 +55,8 @@ class IngestLimits:
     max_label_value_length: int = 2048
 
     def profile_limits(self) -> ProfileLimits:
+        from flamewatch.pprof.validate import ProfileLimits
+
         return ProfileLimits(self.max_compressed_bytes, self.max_decompressed_bytes, self.max_samples,
                              self.max_stack_depth)
 
@@ -38,7 +64,7 @@ class IngestLimits:
 @dataclass(frozen=True)
 class StorageConfig:
     object_store: S3Config | FilesystemConfig = FilesystemConfig("./data/objects")
-    postgres: PostgresConfig = PostgresConfig(data_dir="./data/postgres")
+    postgres: PostgresConfig = field(default_factory=_embedded_postgres)
 
 
 @dataclass(frozen=True)
@@ -46,8 +72,8 @@ class MaintenanceConfig:
     """The ingester's compaction and retention loop."""
 
     interval_s: float = 60.0  # 0: no compaction or retention in this process
-    compaction: CompactionConfig = field(default_factory=CompactionConfig)
-    retention: RetentionPolicy = field(default_factory=RetentionPolicy)
+    compaction: CompactionConfig = field(default_factory=_compaction)
+    retention: RetentionPolicy = field(default_factory=_retention)
     retired_grace_s: float = 600.0  # longer than any query: a query may still read a block just retired
 
 

@@ -23,8 +23,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import httpx
-
 if TYPE_CHECKING:
     from flamewatch.storage.objstore import ObjectStore
     from flamewatch.storage.postgres import Database
@@ -81,6 +79,8 @@ def storage_readiness(store: ObjectStore, db: Database) -> Readiness:
 
 def upstream_readiness(name: str, base_url: str) -> Readiness:
     """Ready while the service at `base_url` answers its liveness check."""
+    import httpx  # here, not at the top: only the frontend checks an upstream, and `cli` imports this module
+
     url = base_url.rstrip("/") + "/healthz"
 
     def answers() -> None:

@@ -23,11 +23,9 @@ from flamewatch.storage.block import BlockReader
 from flamewatch.storage.errors import BlocksMissing, ObjectNotFound
 
 # A block's symbols and stack tree, parsed, take a few times its compressed size; the profile entries
-# decoded for queries are counted as they are (see `LoadedBlock.memory_bytes`). Each block also holds its
-# parquet metadata and the Python objects around its arrays, whatever its size: measured at ~60 KB for a
-# flush block of Go CPU and allocs profiles (its resident cost was 200 KB against 144 KB counted).
+# decoded for queries are counted as they are, and so is its parsed parquet footer, which for a small flush
+# block is the largest part (see `LoadedBlock.memory_bytes`).
 _EXPANSION = 3
-_PER_BLOCK = 64 << 10
 
 CACHED_BYTES = Gauge("flamewatch_querier_block_cache_bytes", "Memory the cached blocks hold, as the cache counts it")
 CACHED_BLOCKS = Gauge("flamewatch_querier_block_cache_blocks", "Blocks in the cache")
@@ -57,7 +55,7 @@ class LoadedBlock:
 
     def memory_bytes(self) -> int:
         """What the block holds in memory now: it grows as queries decode more of its row groups."""
-        return self.reader.nbytes * _EXPANSION + self.reader.decoded_bytes + _PER_BLOCK
+        return self.reader.nbytes * _EXPANSION + self.reader.decoded_bytes + self.reader.footer_bytes
 
     def paths(self, granularity: str, symbols: QuerySymbols | None = None) -> np.ndarray:
         """Path id per stack node at "functions" or "lines" granularity; with `symbols`, frames stored as

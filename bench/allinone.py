@@ -4,11 +4,18 @@ timed to its first `/readyz` 200, killed or stopped, and its embedded Postgres f
 The embedded Postgres runs as its own process (pgserver's `pg_ctl`), so a kill -9 of Flamewatch leaves it
 running, as it would on a laptop; `kill_postgres` is the other case, a crash that takes both down (a
 container or a machine going away), after which Postgres recovers from its WAL on the next start.
+
+The benchmark makes itself the subreaper of what it starts (`become_subreaper`): Postgres, daemonised by
+`pg_ctl`, is then its child once orphaned, and a killed postmaster is reaped here as an init process would
+reap it. Where the machine's init does not reap orphans, a killed postmaster stays a zombie, which
+pgserver takes for a running server, and the next start fails with "connection refused".
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import os
 import signal
 import subprocess
@@ -28,6 +35,7 @@ from infra.ports import free_port  # noqa: E402
 FLAMEWATCH = ROOT / ".venv" / "bin" / "flamewatch"
 READY_TIMEOUT_S = 180.0
 POLL_S = 0.02
+PR_SET_CHILD_SUBREAPER = 36
 
 
 @dataclass
@@ -68,15 +76,15 @@ def start(data: Path, extra: list[str] | None = None, env: dict[str, str] | None
                                     "--grpc-address", grpc, "--log.level", "warning", *(extra or [])],
                                    stdout=log, stderr=subprocess.STDOUT, env=env or environment())
     node = AllInOne(data, process, http, grpc)
-    return node, wait_ready(node, started)
+    return node, wait_ready(node, started, data.parent / log_name)
 
 
-def wait_ready(node: AllInOne, started: float) -> float:
+def wait_ready(node: AllInOne, started: float, log: Path) -> float:
     with httpx.Client(timeout=1) as client:
         while time.monotonic() - started < READY_TIMEOUT_S:
-            if node.process.poll() is not None:
-                raise SystemExit(f"flamewatch all exited with {node.process.returncode} before it was ready; see "
-                                 f"{node.data.parent}/flamewatch.log")
+            if node.process.poll() is not None:  # the log goes with the temporary directory: show its end
+                tail = log.read_text(errors="replace")[-3000:]
+                raise SystemExit(f"flamewatch all exited with {node.process.returncode} before it was ready:\n{tail}")
             try:
                 if client.get(f"{node.url}/readyz").status_code == 200:
                     return time.monotonic() - started
@@ -84,6 +92,20 @@ def wait_ready(node: AllInOne, started: float) -> float:
                 pass
             time.sleep(POLL_S)
     raise SystemExit(f"flamewatch all was not ready after {READY_TIMEOUT_S:.0f} s")
+
+
+def become_subreaper() -> None:
+    """Orphaned descendants (the daemonised Postgres) become this process's children (Linux prctl)."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
+
+
+def reap() -> None:
+    """Collect every exited child, so none stays a zombie."""
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
 
 
 def kill(node: AllInOne) -> None:
@@ -132,6 +154,7 @@ def _signal(pid: int, sig: int) -> None:
 def _wait_gone(pids: list[int], timeout_s: float) -> bool:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
+        reap()
         if not any(Path(f"/proc/{pid}").exists() and not _zombie(pid) for pid in pids):
             return True
         time.sleep(0.05)

@@ -133,6 +133,7 @@ def main() -> None:
     args = parser.parse_args()
     env = allinone.environment(compile_each_start=args.compile_each_start)
     name, env_start = stamp(), environment()
+    allinone.become_subreaper()
     with tempfile.TemporaryDirectory(prefix="flamewatch-restart-") as tmp:
         pool = load_or_capture(args.corpus, Path(tmp))
         data = Path(tmp) / "data"

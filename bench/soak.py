@@ -262,6 +262,7 @@ def main() -> None:
                         "minute, to compare with `go tool pprof -top -diff_base` (give --flag=--self-profiling.heap)")
     args = parser.parse_args()
     name, env_start = stamp(), environment()
+    allinone.become_subreaper()
     env = dict(item.split("=", 1) for item in args.env)
     readings: list[Reading] = []
     counts = Counts()

@@ -36,7 +36,7 @@ define apt_install
 	@$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(1) > /dev/null
 endef
 
-.PHONY: deps test-deps run test compose-base-images kube-apiserver proto lint helm-docs helm-lint bench bench-quick bench-pipeline bench-demo bench-connect fuzz ui ui-test
+.PHONY: deps test-deps run test compose-base-images kube-apiserver proto lint helm-docs helm-lint bench bench-quick bench-pipeline bench-demo bench-connect bench-restart bench-soak fuzz ui ui-test
 
 # Two installs into the one virtualenv, each with its stamp, each redone when pyproject.toml changes:
 # RUN_ENV is Flamewatch and what running it needs (`make run`, split mode); DEV_ENV adds the test
@@ -204,6 +204,17 @@ bench-pipeline: test-deps
 bench-connect: test-deps
 	nice $(PY) bench/connect_latency.py
 	nice $(PY) bench/connect_latency.py --synthetic --sources 8
+
+# How long `flamewatch all` takes to be ready after a kill -9, on a data directory holding real Go profiles
+# (bench/restart.py; about 3 minutes). Not niced: it measures a latency, which nice would lengthen.
+bench-restart: test-deps
+	$(PY) bench/restart.py
+
+# Memory of `flamewatch all` over SOAK_MINUTES of pushes and queries (bench/soak.py): does it level off
+# under its caches? Runs niced (the machine is shared).
+SOAK_MINUTES ?= 30
+bench-soak: test-deps
+	nice $(PY) bench/soak.py --minutes $(SOAK_MINUTES)
 
 # Coverage-guided fuzzing (not part of `test`): each target of fuzz/ for FUZZ_SECONDS, seeded from the
 # test corpora; prints executions and findings per target. `make fuzz FUZZ_SECONDS=60 FUZZ_TARGETS=time`

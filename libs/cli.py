@@ -31,7 +31,6 @@ from flamewatch.limit_flags import ingest_limits, limit_flags
 from flamewatch.rpc.readiness import no_dependencies, storage_readiness, upstream_readiness
 from flamewatch.storage.errors import StorageError
 from flamewatch.storage.objstore import FilesystemConfig, S3Config
-from flamewatch.storage.postgres import PostgresConfig
 
 log = logging.getLogger("flamewatch")
 
@@ -99,10 +98,9 @@ def _flush_flags(p: _Parser) -> None:
 
 
 def _maintenance_flags(p: _Parser) -> None:
-    defaults = MaintenanceConfig()
     p.add("--compaction.interval", "seconds between rounds of compaction (small blocks into hour and day "
           "blocks) and retention; 0 turns both off in this process", dest="compaction_interval", type=float,
-          default=defaults.interval_s)
+          default=MaintenanceConfig.interval_s)
     p.add("--storage.retention", "keep profiles this long, e.g. 30d or 2w (whole days are dropped); by "
           "default they are kept for ever", dest="retention", type=_duration, default=None)
     p.add("--storage.retention-tenant", "a tenant's own retention, TENANT=DURATION (or TENANT=forever); "
@@ -141,6 +139,8 @@ def _common_flags(p: _Parser, heap_profiling: bool = False) -> None:
 
 
 def storage_config(args: argparse.Namespace) -> StorageConfig:
+    from flamewatch.storage.postgres import PostgresConfig
+
     data = Path(args.data_dir)
     if args.s3_bucket:
         if not (args.s3_access_key and args.s3_secret_key):

@@ -8,16 +8,40 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from flamewatch.pprof.validate import ProfileLimits
-from flamewatch.storage.compaction import CompactionConfig
 from flamewatch.storage.objstore import FilesystemConfig, S3Config
-from flamewatch.storage.postgres import PostgresConfig
-from flamewatch.storage.retention import RetentionPolicy
+
+if TYPE_CHECKING:
+    from flamewatch.pprof.validate import ProfileLimits
+    from flamewatch.storage.compaction import CompactionConfig
+    from flamewatch.storage.postgres import PostgresConfig
+    from flamewatch.storage.retention import RetentionPolicy
+
+# The modules that define the storage and pprof parts of these configs import psycopg, numpy and pyarrow;
+# they are imported when such a config is made, not with this module, so that a process that needs none
+# of them (`flamewatch collector`, `flamewatch --help`) does not pay for them at start.
 
 MiB = 1 << 20
 MINUTE_NS = 60 * 10**9
+
+
+def _embedded_postgres() -> PostgresConfig:
+    from flamewatch.storage.postgres import PostgresConfig
+
+    return PostgresConfig(data_dir="./data/postgres")
+
+
+def _compaction() -> CompactionConfig:
+    from flamewatch.storage.compaction import CompactionConfig
+
+    return CompactionConfig()
+
+
+def _retention() -> RetentionPolicy:
+    from flamewatch.storage.retention import RetentionPolicy
+
+    return RetentionPolicy()
 
 
 @dataclass(frozen=True)
@@ -47,6 +71,8 @@ class IngestLimits:
     reject_newer_than_ns: int = 10 * MINUTE_NS
 
     def profile_limits(self) -> ProfileLimits:
+        from flamewatch.pprof.validate import ProfileLimits
+
         return ProfileLimits(self.max_compressed_bytes, self.max_decompressed_bytes, self.max_samples,
                              self.max_stack_depth)
 
@@ -58,7 +84,7 @@ class IngestLimits:
 @dataclass(frozen=True)
 class StorageConfig:
     object_store: S3Config | FilesystemConfig = FilesystemConfig("./data/objects")
-    postgres: PostgresConfig = PostgresConfig(data_dir="./data/postgres")
+    postgres: PostgresConfig = field(default_factory=_embedded_postgres)
 
 
 @dataclass(frozen=True)
@@ -66,8 +92,8 @@ class MaintenanceConfig:
     """The ingester's compaction and retention loop."""
 
     interval_s: float = 60.0  # 0: no compaction or retention in this process
-    compaction: CompactionConfig = field(default_factory=CompactionConfig)
-    retention: RetentionPolicy = field(default_factory=RetentionPolicy)
+    compaction: CompactionConfig = field(default_factory=_compaction)
+    retention: RetentionPolicy = field(default_factory=_retention)
     retired_grace_s: float = 600.0  # longer than any query: a query may still read a block just retired
 
 

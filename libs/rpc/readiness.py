@@ -30,8 +30,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import httpx
-
 if TYPE_CHECKING:
     from flamewatch.storage.objstore import ObjectStore
     from flamewatch.storage.postgres import Database
@@ -124,6 +122,8 @@ def _size(n: int) -> str:
 
 def upstream_readiness(name: str, base_url: str) -> Readiness:
     """Ready while the service at `base_url` answers its liveness check."""
+    import httpx  # here, not at the top: only the frontend checks an upstream, and `cli` imports this module
+
     url = base_url.rstrip("/") + "/healthz"
 
     def answers() -> None:

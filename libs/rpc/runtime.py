@@ -14,6 +14,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from flamewatch.rpc.listen import Listeners
+from flamewatch.rpc.memory import release_periodically
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +35,8 @@ async def serve(listeners: Listeners, app: FastAPI, register_grpc,
     http = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
     http.install_signal_handlers = lambda: None  # the loop's handlers above own the signals
     http_task = asyncio.create_task(http.serve(sockets=[listeners.http]), name="http")
+    # Freed memory goes back to the system as the process runs, so resident memory follows the caches.
+    releasing = asyncio.create_task(release_periodically(), name="release-memory")
     try:
         await _started(http, http_task)
         host = listeners.http_address.rpartition(":")[0]
@@ -49,6 +52,7 @@ async def serve(listeners: Listeners, app: FastAPI, register_grpc,
         if before_stop:
             await before_stop()
     finally:
+        releasing.cancel()
         http.should_exit = True
         if listeners.grpc is not None:
             await listeners.grpc.stop(grace=5)

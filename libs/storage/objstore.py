@@ -93,14 +93,24 @@ def open_object_store(config: S3Config | FilesystemConfig) -> ObjectStore:
 
 
 def _backends() -> dict[type, Callable[..., ObjectStore]]:
-    """The one list of built-in backends, config type → opener.
+    """The one list of built-in backends, config type → opener."""
+    return {
+        S3Config: _open_s3,
+        FilesystemConfig: _open_filesystem,
+    }
 
-    Imported here rather than at the top because each backend imports this module's types.
-    """
-    from flamewatch.storage.filesystem import FilesystemObjectStore
+
+# Each backend is imported when it is opened rather than at the top: each imports this module's types, and
+# the S3 client takes a few hundred milliseconds to import that a process on the filesystem never needs.
+
+
+def _open_s3(config: S3Config) -> ObjectStore:
     from flamewatch.storage.s3 import S3ObjectStore
 
-    return {
-        S3Config: S3ObjectStore,
-        FilesystemConfig: FilesystemObjectStore.from_config,
-    }
+    return S3ObjectStore(config)
+
+
+def _open_filesystem(config: FilesystemConfig) -> ObjectStore:
+    from flamewatch.storage.filesystem import FilesystemObjectStore
+
+    return FilesystemObjectStore.from_config(config)

@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
 import numpy as np
+from prometheus_client import Gauge
 
 from flamewatch.querier.paths import PathIndex
 from flamewatch.querier.symbolization import QuerySymbols
@@ -22,8 +23,13 @@ from flamewatch.storage.block import BlockReader
 from flamewatch.storage.errors import BlocksMissing, ObjectNotFound
 
 # A block's symbols and stack tree, parsed, take a few times its compressed size; the profile entries
-# decoded for queries are counted as they are (see `LoadedBlock.memory_bytes`).
+# decoded for queries are counted as they are, and so is its parsed parquet footer, which for a small flush
+# block is the largest part (see `LoadedBlock.memory_bytes`).
 _EXPANSION = 3
+
+CACHED_BYTES = Gauge("flamewatch_querier_block_cache_bytes", "Memory the cached blocks hold, as the cache counts it")
+CACHED_BLOCKS = Gauge("flamewatch_querier_block_cache_blocks", "Blocks in the cache")
+PATHS = Gauge("flamewatch_querier_paths", "Function paths numbered so far (see paths.py)")
 
 
 class BlockSource(Protocol):
@@ -49,7 +55,7 @@ class LoadedBlock:
 
     def memory_bytes(self) -> int:
         """What the block holds in memory now: it grows as queries decode more of its row groups."""
-        return self.reader.nbytes * _EXPANSION + self.reader.decoded_bytes
+        return self.reader.nbytes * _EXPANSION + self.reader.decoded_bytes + self.reader.footer_bytes
 
     def paths(self, granularity: str, symbols: QuerySymbols | None = None) -> np.ndarray:
         """Path id per stack node at "functions" or "lines" granularity; with `symbols`, frames stored as
@@ -134,3 +140,6 @@ class BlockCache:
         while total > self._max_bytes and len(self._lru) > 1:
             key, _ = self._lru.popitem(last=False)
             total -= sizes[key]
+        CACHED_BYTES.set(total)
+        CACHED_BLOCKS.set(len(self._lru))
+        PATHS.set(len(self.paths))

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from flamewatch.storage.frames import forest_depths as parent_depths
 
@@ -92,6 +91,10 @@ def intern(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     Arrow hashes the strings in C; np.unique would sort Python strings and is about ten times slower.
     Arrow orders by UTF-8 bytes, which is the same as Python's code point order.
     """
+    # Imported by the first query rather than at start: pyarrow.compute takes ~0.15 s to import, and only
+    # queries use it (tests/unit/test_lazy_imports.py keeps it so).
+    import pyarrow.compute as pc
+
     encoded = pa.array(keys, type=pa.string()).dictionary_encode()
     order = pc.sort_indices(encoded.dictionary).to_numpy()
     rank = np.empty(len(order), np.int64)

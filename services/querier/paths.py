@@ -15,7 +15,6 @@ import threading
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from flamewatch.querier.calltree import ROOT_NAME, CallTree
 
@@ -66,6 +65,8 @@ class PathIndex:
             return path
 
     def _intern(self, names: np.ndarray) -> np.ndarray:
+        import pyarrow.compute as pc  # at the first query, not at start: see calltree.intern
+
         wanted = pa.array(names, pa.string())
         found = pc.index_in(wanted, value_set=self._names).to_numpy(zero_copy_only=False)
         missing = np.isnan(found) if found.dtype.kind == "f" else np.zeros(len(found), bool)

@@ -10,16 +10,20 @@ call per address); Go binaries without DWARF lines are answered from `.gopclntab
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-from symbolic import SymbolicError
-from symbolic.debuginfo import Archive
-from symbolic.symcache import SymCache
 
 from flamewatch.symbolizer.elf import Segments
 from flamewatch.symbolizer.errors import DebuginfoError
 from flamewatch.symbolizer.frames import Frame
 from flamewatch.symbolizer.gopclntab import GoLineTable, go_line_table
+
+if TYPE_CHECKING:
+    from symbolic.symcache import SymCache
+
+# symbolic is imported where it is first used, not here: a process that never symbolizes (most starts
+# of `flamewatch all`) does not pay for its import (tests/unit/test_lazy_imports.py keeps it so).
 
 
 @dataclass(frozen=True, eq=False)
@@ -55,6 +59,9 @@ def _frames(found) -> list[Frame]:
 
 def build_symcache(data: bytes, name: str) -> bytes:
     """The symcache of an ELF file, serialised (stored beside the file so it is built once)."""
+    from symbolic import SymbolicError
+    from symbolic.debuginfo import Archive
+
     try:
         archive = Archive.from_bytes(data)
         obj = next(archive.iter_objects())
@@ -66,6 +73,9 @@ def build_symcache(data: bytes, name: str) -> bytes:
 
 def features(data: bytes) -> tuple[str, list[str]]:
     """(kind, features) as symbolic reads them, e.g. ("exe", ["debug", "symtab", "unwind"])."""
+    from symbolic import SymbolicError
+    from symbolic.debuginfo import Archive
+
     try:
         obj = next(Archive.from_bytes(data).iter_objects())
     except (SymbolicError, StopIteration) as exc:
@@ -74,4 +84,6 @@ def features(data: bytes) -> tuple[str, list[str]]:
 
 
 def open_object(debuginfo: bytes, symcache: bytes, segments: Segments) -> ObjectFile:
+    from symbolic.symcache import SymCache
+
     return ObjectFile(SymCache.from_bytes(symcache), segments, go_line_table(debuginfo))

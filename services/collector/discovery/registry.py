@@ -14,7 +14,6 @@ from typing import Any
 
 from flamewatch.collector.discovery import Discoverer
 from flamewatch.collector.discovery.file import file_discoverer
-from flamewatch.collector.discovery.kubernetes import kubernetes_discoverer
 from flamewatch.collector.discovery.static import StaticDiscoverer
 from flamewatch.scrapeconfig import FileSDConfig, KubernetesSDConfig, StaticConfig
 
@@ -28,10 +27,18 @@ class Builtin:
     build: Callable[[str, Any], Discoverer]  # (name, config) -> discoverer
 
 
+def _kubernetes_discoverer(name: str, config: KubernetesSDConfig) -> Discoverer:
+    """Imported on first use: the Kubernetes client takes seconds to import, and only a configuration with
+    `kubernetes_sd_configs` needs it (tests/unit/test_lazy_imports.py keeps it so)."""
+    from flamewatch.collector.discovery.kubernetes import kubernetes_discoverer
+
+    return kubernetes_discoverer(name, config)
+
+
 BUILTINS: dict[type, Builtin] = {
     StaticConfig: Builtin("static", "static_configs", StaticDiscoverer),
     FileSDConfig: Builtin("file", "file_sd_configs", file_discoverer),
-    KubernetesSDConfig: Builtin("kubernetes", "kubernetes_sd_configs", kubernetes_discoverer),
+    KubernetesSDConfig: Builtin("kubernetes", "kubernetes_sd_configs", _kubernetes_discoverer),
 }
 
 

@@ -7,7 +7,12 @@ resident size kept climbing while the live data did not: loading 384 flush block
 left 186 MB resident of which `malloc_trim(0)` gave 108 MB back. `malloc_trim` returns the free pages of
 every arena (MADV_DONTNEED), so resident memory follows what is live, bounded by the configured caches.
 
-On a C library without `malloc_trim` (musl, macOS) this does nothing.
+pyarrow allocates from its own pool (mimalloc), which keeps what threads freed for reuse: after a compaction
+round read and wrote its blocks the pool held 67 MB more, and three threads that built and dropped 320 MB
+of arrays left 976 MB resident, 58 MB once the pool released what it held unused. The pool is asked too,
+when pyarrow is imported (this module never imports it).
+
+On a C library without `malloc_trim` (musl, macOS) glibc's part does nothing.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import ctypes
 import ctypes.util
 import functools
 import logging
+import sys
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +42,11 @@ def _malloc_trim():
 
 
 def release_free_memory() -> bool:
-    """Return the free pages of every malloc arena to the system; whether any was returned."""
+    """Return the free pages of every malloc arena, and what pyarrow's pool holds unused, to the system;
+    whether malloc returned any."""
+    arrow = sys.modules.get("pyarrow")
+    if arrow is not None:
+        arrow.default_memory_pool().release_unused()
     trim = _malloc_trim()
     return bool(trim(0)) if trim is not None else False
 

@@ -44,6 +44,38 @@ def test_freed_memory_below_live_memory_goes_back_to_the_system():
     assert figures["before"] - figures["after"] >= 200e6, figures
 
 
+ARROW_POOL = textwrap.dedent("""
+    import json, threading
+    import numpy as np
+    import pyarrow as pa
+    from flamewatch.rpc.memory import release_free_memory
+
+    def rss():
+        return int(open("/proc/self/statm").read().split()[1]) * 4096
+
+    def build_and_drop():
+        arrays = [pa.array(np.arange(2_000_000) + i).cast(pa.float64()) for i in range(20)]  # 320 MB from the pool
+        del arrays
+
+    threads = [threading.Thread(target=build_and_drop) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    before = rss()
+    release_free_memory()
+    print(json.dumps({"before": before, "after": rss(), "pool": pa.total_allocated_bytes()}))
+""")
+
+
+def test_what_pyarrow_freed_goes_back_to_the_system():
+    done = subprocess.run([sys.executable, "-c", ARROW_POOL], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout)
+    assert figures["pool"] == 0  # nothing is alive: what is resident is the pool's own keeping
+    assert figures["before"] - figures["after"] >= 200e6, figures
+
+
 def test_release_runs_every_interval_until_cancelled(monkeypatch):
     calls = []
     monkeypatch.setattr(memory, "release_free_memory", lambda: calls.append(1) or True)

@@ -6,6 +6,7 @@ through its block cache and path index. Only the selection of rows, which the in
 here: every stored profile of the asked profile type is merged.
 """
 
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,8 +21,6 @@ from flamewatch.querier.paths import PathIndex
 from flamewatch.storage.block import write_block
 from flamewatch.storage.filesystem import FilesystemObjectStore
 
-NOW_NS = 1_700_000_000_000_000_000
-
 
 class QueryPath:
     def __init__(self, directory: Path) -> None:
@@ -30,9 +29,12 @@ class QueryPath:
         self._rows: list[tuple[str, int, str]] = []  # (block key, row, profile type id)
 
     def push_block(self, profiles: Sequence[bytes], labels: dict[str, str] | None = None) -> None:
-        """Store one block holding every profile (each pprof split into one profile per sample type)."""
+        """Store one block holding every profile (each pprof split into one profile per sample type). The
+        server's clock is the real one: the profiles captured from the Go program are dated now, and the
+        ingester refuses times past its clock."""
         entries = [e for data in profiles
-                   for e in prepare(labels or {"service_name": "test"}, data, IngestLimits(), NOW_NS).entries]
+                   for e in prepare(labels or {"service_name": "test"}, data, IngestLimits(),
+                                   time.time_ns()).entries]
         key = f"test/blocks/{len({k for k, _, _ in self._rows})}.parquet"
         self.store.put(key, write_block(entries))
         self._rows += [(key, row, e.profile.profile_type.id) for row, e in enumerate(entries)]

@@ -10,6 +10,7 @@ from urllib.parse import parse_qs, urlencode, urlparse
 
 import pytest
 from browser.conftest import CPU, HOT_FUNCTION, SCREENSHOTS, Served
+from playwright.sync_api import expect
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.postgres, pytest.mark.go]
 
@@ -286,9 +287,10 @@ def test_a_permalink_reloads_the_same_view_and_back_returns_to_it(flamewatch_ui,
     page.reload()
     wait_for_flamegraph(page)
     assert page.url == link
-    assert page.get_by_label("group by").input_value() == "instance"
-    assert page.get_by_label("max nodes").input_value() == "1024"
-    assert page.locator("input[name=flamegraph-search]").input_value() == "fibonacci"
+    # The group-by choices are the label names, fetched after the flamegraph: wait for them to come
+    expect(page.get_by_label("group by")).to_have_value("instance")
+    expect(page.get_by_label("max nodes")).to_have_value("1024")
+    expect(page.locator("input[name=flamegraph-search]")).to_have_value("fibonacci")
     page.get_by_role("status", name="search matches").wait_for()
 
     page.get_by_role("button", name="Targets").click()

@@ -177,7 +177,12 @@ async def load(node: allinone.AllInOne, pool, args, counts: Counts, seconds: flo
         tasks = [asyncio.create_task(pusher(client, node, pool, args, s, i, counts, stop))
                  for s in range(args.services) for i in range(args.instances)]
         tasks.append(asyncio.create_task(querier(client, node, args, counts, stop)))
-        await asyncio.sleep(seconds)
+        end = time.monotonic() + seconds
+        while time.monotonic() < end and node.process.poll() is None:  # a process that died ends the run
+            await asyncio.sleep(1.0)
+        if node.process.poll() is not None:
+            print(f"flamewatch all exited with {node.process.returncode} after "
+                  f"{(seconds - (end - time.monotonic())) / 60:.1f} min: the run stops here", flush=True)
         stop.set()
         await asyncio.gather(*tasks)
 

@@ -276,13 +276,19 @@ def test_symbolizer_outage_answers_with_addresses_and_says_partial(stack: Stack,
     assert_partial_only_for_unuploaded_objects(answer, binary.stripped)
 
 
+def _without_go_wrappers(cum_self: tuple[dict[str, int], dict[str, int]]) -> tuple[dict[str, int], dict[str, int]]:
+    wrapper = re.compile(r"\.gowrap\d+ ")
+    return tuple({name: ns for name, ns in part.items() if not wrapper.search(name)} for part in cum_self)
+
+
 def assert_partial_only_for_unuploaded_objects(answer: dict, uploaded: Path) -> None:
     """Frames of the uploaded program are all named; the answer is partial exactly when it still shows
     frames of another object (the C library, whose debug information nobody uploaded), each named."""
     shown = {n.split("]")[0][1:] for n in names_of(answer["tree"]) if n.startswith("[")}
     assert uploaded.name not in shown
     assert answer["partial"] is bool(shown)
-    assert all(any(f"/{name} are shown as addresses" in w for w in answer["warnings"]) for name in shown)
+    named = [re.compile(rf"/{re.escape(name)}( \(build ID [0-9a-f]+\))? are shown as addresses") for name in shown]
+    assert all(any(pattern.search(w) for w in answer["warnings"]) for pattern in named), answer["warnings"]
     assert not [w for w in answer["warnings"] if str(uploaded) in w]
 
 
@@ -305,7 +311,9 @@ def test_go_binary_without_dwarf_named_from_its_line_table(stack: Stack, tmp_pat
 
     want = stack.query("go-original")
     answer = query_until(stack, "go-bare", lambda a: "main.cpuHashLoop" in str(names_of(a["tree"])))
-    assert tree_cum_self(answer["tree"]) == tree_cum_self(want["tree"])
+    # Go's own profiles leave out the wrapper a `go f(x)` statement compiles to (`main.f.gowrap1`); the line
+    # table names it, so a sample taken inside such a goroutine has one frame more here (a known gap)
+    assert _without_go_wrappers(tree_cum_self(answer["tree"])) == tree_cum_self(want["tree"])
     assert "main.cpuHashLoop" in str(names_of(answer["tree"]))
 
 

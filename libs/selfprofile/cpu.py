@@ -1,7 +1,10 @@
 """A sampling CPU profiler over the Python threads of this process, answering in pprof.
 
 A background thread wakes every 10 ms (100 Hz) for the requested seconds, reads every thread's stack
-with `sys._current_frames()` (its own thread excepted) and counts identical stacks. Frames become
+with `sys._current_frames()` (its own thread excepted) and counts identical stacks. The stacks are
+read in one pass that runs no Python bytecode (see `_all_stacks`): on CPython 3.11, following
+`f_back` from another thread's frame after that thread has moved on reads freed memory and can
+crash the process, and the interpreter only hands the GIL to another thread between bytecodes. Frames become
 functions named `module.qualname` (`co_qualname`) with their file and first line, and locations
 (one per function and line), leaf first. The result has the sample types of Go's CPU profile,
 `samples/count` and `cpu/nanoseconds` (samples x the 10 ms period), so every pprof tool reads it.
@@ -35,7 +38,9 @@ One CPU profile runs at a time per process; a second request while one runs fail
 from __future__ import annotations
 
 import concurrent.futures.thread
+import gc
 import itertools
+import operator
 import queue
 import selectors
 import socket
@@ -141,26 +146,25 @@ class _Sampler:
     def sample(self) -> None:
         if not self._clocks.process_used_a_period():
             return
-        frames = sys._current_frames()
-        self._clocks.track(frames.keys())
-        for ident, frame in frames.items():
+        threads = _all_stacks()
+        self._clocks.track(ident for ident, _ in threads)
+        for ident, frames in threads:
             if ident == self._own_ident:
                 continue
             owed = self._clocks.owed(ident)
-            if owed and frame.f_code not in _IDLE_WAITS:
-                stack = self._stack(frame)
+            if owed and frames[0].f_code not in _IDLE_WAITS:
+                stack = self._stack(frames)
                 self._counts[stack] = self._counts.get(stack, 0) + owed
 
-    def _stack(self, frame: FrameType | None) -> tuple[int, ...]:
+    def _stack(self, frames: tuple[FrameType, ...]) -> tuple[int, ...]:
         stack = []
         location_of = self._location_of
-        while frame is not None and len(stack) < MAX_DEPTH:
+        for frame in frames:
             key = (frame.f_code, frame.f_lineno or 0)
             location = location_of.get(key)
             if location is None:
                 location = location_of[key] = self._new_location(frame)
             stack.append(location)
-            frame = frame.f_back
         return tuple(stack)
 
     def _new_location(self, frame: FrameType) -> int:
@@ -179,6 +183,36 @@ class _Sampler:
         counts = np.fromiter(self._counts.values(), np.int64, len(stacks))
         values = np.stack([counts, counts * PERIOD_NS], axis=1)
         return self._table.profile(CPU, locations, depths, values, time_nanos, duration_nanos)
+
+
+_CALLERS = ("f_back",) * (MAX_DEPTH - 1)
+
+
+def _all_stacks() -> list[tuple[int, tuple[FrameType, ...]]]:
+    """Every thread's ident and frames, leaf first (at most MAX_DEPTH), read while no other thread runs.
+
+    The frames `sys._current_frames()` returns belong to threads that keep running whenever this
+    one lets go of the GIL, which CPython does between bytecodes. On 3.11 a frame whose thread
+    returned from it may keep a dangling link to its caller, and `f_back` then reads freed memory:
+    garbage objects, then a segfault. So the snapshot and every `f_back` are composed of C
+    iterators and builtins (`getattr` over a tuple of "f_back", stopped at the first None), which
+    `list` drives to the end without running a bytecode, with the cyclic GC paused so that no
+    finalizer runs Python code in between. Each frame is followed only while its thread is still
+    in it; reading `f_code` and `f_lineno` later is safe, as a returned frame keeps its own copy.
+    """
+    snapshot, same_snapshot = itertools.tee(itertools.islice(iter(sys._current_frames, None), 1))
+    idents = itertools.chain.from_iterable(map(dict.keys, snapshot))
+    tops = itertools.chain.from_iterable(map(dict.values, same_snapshot))
+    walks = map(itertools.chain, map(itertools.repeat, tops, itertools.repeat(1)), itertools.repeat(_CALLERS))
+    chains = map(itertools.accumulate, walks, itertools.repeat(getattr))
+    stacks = map(tuple, map(itertools.takewhile, itertools.repeat(operator.truth), chains))
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return list(zip(idents, stacks))
+    finally:
+        if collecting:
+            gc.enable()
 
 
 class _ThreadClocks:

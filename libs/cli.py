@@ -170,12 +170,6 @@ def _ingester_parser(sub) -> None:
     p.address("--grpc-address", "gRPC listen address (IngestService)", IngesterConfig.grpc_address)
     _flush_flags(p)
     limit_flags(p)
-    p.add("--limits.ingestion-rate-mb", "each tenant's ingestion rate limit, in MB/s of decompressed pprof; a "
-          "push over it is refused with 429 / RESOURCE_EXHAUSTED (0: no limit)", dest="ingestion_rate_mb",
-          type=float, default=0.0)
-    p.add("--limits.ingestion-burst-mb", "the MB a tenant may push at once (default: twice the rate, and at "
-          "least --limits.max-decompressed-bytes, so that a push of any allowed size can pass)",
-          dest="ingestion_burst_mb", type=float, default=None)
     _storage_flags(p)
     _maintenance_flags(p)
     _common_flags(p)
@@ -309,13 +303,9 @@ def run_ingester(args: argparse.Namespace) -> int:
     from flamewatch.ingester.service import Ingester, http_router, register_grpc
 
     limits, tenant_limits = ingest_limits(args)
-    rate = args.ingestion_rate_mb * 1e6
-    burst = args.ingestion_burst_mb * 1e6 if args.ingestion_burst_mb else max(2 * rate,
-                                                                          limits.max_decompressed_bytes)
     config = IngesterConfig(http_address=args.http_address, grpc_address=args.grpc_address,
                             flush_interval_s=args.flush_interval, flush_bytes=args.flush_bytes, limits=limits,
-                            maintenance=maintenance_config(args), ingestion_rate_bytes_s=rate,
-                            ingestion_burst_bytes=burst, tenant_limits=tenant_limits)
+                            maintenance=maintenance_config(args), tenant_limits=tenant_limits)
 
     async def main(stack: contextlib.AsyncExitStack) -> None:
         listeners = _listen(stack, config.http_address, config.grpc_address)

@@ -46,10 +46,14 @@ def _retention() -> RetentionPolicy:
 
 @dataclass(frozen=True)
 class IngestLimits:
-    """What one push may contain. Exceeding a size limit is RESOURCE_EXHAUSTED, the rest INVALID_ARGUMENT."""
+    """What one push may contain, and how fast a tenant may push. Exceeding a size limit is
+    RESOURCE_EXHAUSTED, the rest INVALID_ARGUMENT. Every one can be set for one tenant (`--limits.tenant`)."""
 
     max_compressed_bytes: int = 16 * MiB
-    max_decompressed_bytes: int = 64 * MiB
+    max_decompressed_bytes: int = 64 * MiB  # of one profile
+    # Of all the profiles of one push together (Pyroscope's push.v1 and our gRPC push carry many): what one
+    # push may make the ingester decompress and hold while it is checked and written
+    max_push_decompressed_bytes: int = 256 * MiB
     max_samples: int = 500_000
     max_stack_depth: int = 1024
     max_profiles_per_push: int = 1000
@@ -69,6 +73,19 @@ class IngestLimits:
     # pprof files keeps working, while anything retention would drop at once is refused
     reject_older_than_ns: int = 0
     reject_newer_than_ns: int = 10 * MINUTE_NS
+    # Decompressed pprof a tenant may push per second, and at once: 0 is no limit (Pyroscope's
+    # ingestion_rate_limit_mb, ingestion_burst_size_mb); a burst of 0 is twice the rate, and at least
+    # max_push_decompressed_bytes, so that a push of any allowed size can pass
+    ingestion_rate_mb: float = 0.0
+    ingestion_burst_mb: float = 0.0
+
+    def ingestion_rate(self) -> tuple[float, float] | None:
+        """(bytes per second, burst bytes) of the tenant's token bucket, or None for no rate limit."""
+        if self.ingestion_rate_mb <= 0:
+            return None
+        rate = self.ingestion_rate_mb * 1e6
+        burst = self.ingestion_burst_mb * 1e6 or max(2 * rate, self.max_push_decompressed_bytes)
+        return rate, burst
 
     def profile_limits(self) -> ProfileLimits:
         from flamewatch.pprof.validate import ProfileLimits
@@ -108,11 +125,8 @@ class IngesterConfig:
     orphan_grace_s: float = 600.0
     limits: IngestLimits = field(default_factory=IngestLimits)
     maintenance: MaintenanceConfig = field(default_factory=MaintenanceConfig)
-    # Per tenant, decompressed pprof bytes: 0 is no limit (Pyroscope's ingestion-rate-limit-mb, burst-size-mb)
-    ingestion_rate_bytes_s: float = 0.0
-    ingestion_burst_bytes: float = 0.0
     # A tenant's own limits: tenant -> {IngestLimits field: value}, over `limits` (`--limits.tenant`)
-    tenant_limits: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    tenant_limits: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
     def limits_for(self, tenant: str) -> IngestLimits:
         """The tenant's limits: its overrides over the defaults, the older-than bound its retention if unset."""

@@ -22,6 +22,13 @@ def _duration(text: str) -> int:
 
 
 _LIMIT_HELP = {
+    "max_decompressed_bytes": "reject a profile larger than this once decompressed",
+    "max_push_decompressed_bytes": "reject a push whose profiles together are larger than this once decompressed "
+                                   "(a push of Pyroscope's push.v1 or our gRPC push may carry many)",
+    "ingestion_rate_mb": "each tenant's ingestion rate limit, in MB/s of decompressed pprof; a push over it is "
+                         "refused with 429 / RESOURCE_EXHAUSTED and when to retry (0: no limit)",
+    "ingestion_burst_mb": "the MB a tenant may push at once (0: twice the rate, and at least "
+                          "--limits.max-push-decompressed-bytes, so that a push of any allowed size can pass)",
     "max_series": "refuse a push that would give its tenant more series with a profile in the last hour than "
                   "this (0: no limit)",
     "reject_older_than_ns": "refuse profiles dated longer ago than this, e.g. 6h (default: the tenant's retention)",
@@ -33,19 +40,37 @@ def limit_flags(p) -> None:
     """A flag per `IngestLimits` field, and `--limits.tenant` to give a tenant its own value of any of them."""
     defaults = IngestLimits()
     for name in IngestLimits.names():
-        duration = name.endswith("_ns")
         flag = "--limits." + name.removesuffix("_ns").replace("_", "-")
         default = getattr(defaults, name)
-        if duration and default:
+        if name.endswith("_ns") and default:
             default = f"{default // 10**9}s"  # a string, so --help shows it as the flag takes it
         p.add(flag, _LIMIT_HELP.get(name, f"reject pushes over this {name.replace('_', ' ')}"),
-              dest=f"limit_{name}", type=_duration if duration else int, default=default)
-    p.add("--limits.tenant", "a tenant's own value of a limit, TENANT:LIMIT=VALUE (e.g. acme:max-series=50000 or "
-          "acme:reject-older-than=7d); repeat for more", dest="tenant_limits", action="append", default=[],
-          type=_tenant_limit)
+              dest=f"limit_{name}", type=_parser_of(name), default=default)
+    p.add("--limits.tenant", "a tenant's own value of a limit, TENANT:LIMIT=VALUE (e.g. acme:max-series=50000, "
+          "acme:reject-older-than=7d or acme:ingestion-rate-mb=20); repeat for more", dest="tenant_limits",
+          action="append", default=[], type=_tenant_limit)
 
 
-def _tenant_limit(text: str) -> tuple[str, str, int]:
+def _parser_of(name: str):
+    """How a limit's value is read: a duration (6h, 7d) for times, a number of zero or more for the rest."""
+    if name.endswith("_ns"):
+        return _duration
+    number = float if isinstance(getattr(IngestLimits(), name), float) else int
+
+    def parse(text: str) -> float | int:
+        try:
+            value = number(text)
+        except ValueError:
+            kind = "a number" if number is float else "a whole number"
+            raise argparse.ArgumentTypeError(f'expected {kind}, got "{text}"') from None
+        if value < 0:
+            raise argparse.ArgumentTypeError(f'expected 0 or more, got "{text}"')
+        return value
+
+    return parse
+
+
+def _tenant_limit(text: str) -> tuple[str, str, float]:
     tenant, _, setting = text.partition(":")
     flag, sep, value = setting.partition("=")
     names = {n.removesuffix("_ns").replace("_", "-"): n for n in IngestLimits.names()}
@@ -53,17 +78,15 @@ def _tenant_limit(text: str) -> tuple[str, str, int]:
         raise argparse.ArgumentTypeError(f'expected TENANT:LIMIT=VALUE such as acme:max-series=50000 with LIMIT one '
                                          f'of {", ".join(names)}, got "{text}"')
     name = names[flag]
-    if name.endswith("_ns"):
-        return tenant, name, _duration(value)
     try:
-        return tenant, name, int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f'"{text}": {flag} takes a whole number') from None
+        return tenant, name, _parser_of(name)(value)
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f'"{text}": {flag}: {exc}') from None
 
 
-def ingest_limits(args: argparse.Namespace) -> tuple[IngestLimits, dict[str, dict[str, int]]]:
-    """The default limits and each tenant's own values, from `_limit_flags`."""
-    per_tenant: dict[str, dict[str, int]] = {}
+def ingest_limits(args: argparse.Namespace) -> tuple[IngestLimits, dict[str, dict[str, float]]]:
+    """The default limits and each tenant's own values, from `limit_flags`."""
+    per_tenant: dict[str, dict[str, float]] = {}
     for tenant, name, value in args.tenant_limits:
         per_tenant.setdefault(tenant, {})[name] = value
     return IngestLimits(**{n: getattr(args, f"limit_{n}") for n in IngestLimits.names()}), per_tenant

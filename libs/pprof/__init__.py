@@ -1,6 +1,6 @@
 """pprof profiles: decode, validate, split by sample type and encode, column-wise with numpy."""
 
-from flamewatch.pprof.decode import decode, decompress
+from flamewatch.pprof.decode import decode, decompress, decompressed_size_hint
 from flamewatch.pprof.encode import encode
 from flamewatch.pprof.errors import DecodeError, InvalidProfile, InvalidProfileName, LimitExceeded, PprofError
 from flamewatch.pprof.model import Functions, Locations, Mappings, Profile, Samples
@@ -11,5 +11,5 @@ from flamewatch.pprof.validate import ProfileLimits, validate
 __all__ = [
     "DecodeError", "Functions", "InvalidProfile", "InvalidProfileName", "LimitExceeded", "Locations", "Mappings",
     "PprofError", "Profile", "ProfileLimits", "ProfileType", "Samples", "TypedProfile", "decode", "decompress",
-    "encode", "hint_from_file_name", "profile_name", "split", "validate",
+    "decompressed_size_hint", "encode", "hint_from_file_name", "profile_name", "split", "validate",
 ]

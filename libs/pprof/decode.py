@@ -50,6 +50,15 @@ def decompress(data: bytes, max_bytes: int) -> bytes:
     return bytes(out)
 
 
+def decompressed_size_hint(data: bytes) -> int:
+    """What `data` decompresses to at least, without decompressing it: for gzip the size its last member's
+    trailer states (RFC 1952's ISIZE, the whole size for the one member pprof writers make), else its length.
+    A trailer can lie; use this to refuse early, never to accept."""
+    if not data.startswith(_GZIP_MAGIC) or len(data) < 18:
+        return len(data)
+    return int.from_bytes(data[-4:], "little")
+
+
 def _skip_zeros(data: bytes, at: int) -> int:
     """The offset of the first non-zero byte from `at` on (len(data) if none), in growing windows."""
     size = _FIRST_CHUNK

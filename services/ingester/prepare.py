@@ -29,13 +29,25 @@ class Prepared:
 
 
 def prepare(labels: dict[str, str], raw: bytes, limits: IngestLimits, now_ns: int,
-            name_hint: str | None = None, span: tuple[int, int] | None = None) -> Prepared:
+            name_hint: str | None = None, span: tuple[int, int] | None = None,
+            push_budget: int | None = None) -> Prepared:
     """`name_hint` (for example from a file name) only chooses between names the content allows;
-    `span` (start, end in ns, as a push protocol may send them) dates a pprof that has no time."""
+    `span` (start, end in ns, as a push protocol may send them) dates a pprof that has no time;
+    `push_budget` is what the push this pprof came in may still decompress to (its other pprofs took the rest)."""
     if len(raw) > limits.max_compressed_bytes:
         raise LimitExceeded(f"profile is {len(raw)} bytes, the limit is {limits.max_compressed_bytes}")
-    data = decompress(raw, limits.max_decompressed_bytes)
-    profile = decode(data, limits.max_decompressed_bytes)
+    max_bytes = limits.max_decompressed_bytes
+    if push_budget is not None and push_budget < max_bytes:
+        try:
+            data = decompress(raw, push_budget)
+        except LimitExceeded:
+            raise LimitExceeded(f"the push's profiles are more than {limits.max_push_decompressed_bytes} bytes "
+                                "decompressed together (--limits.max-push-decompressed-bytes); send them in "
+                                "several pushes") from None
+        max_bytes = push_budget
+    else:
+        data = decompress(raw, max_bytes)
+    profile = decode(data, max_bytes)
     _check_sample_types(len(profile.sample_types), limits.max_sample_types)
     validate(profile, limits.profile_limits())
     base = {SERVICE_LABEL: DEFAULT_SERVICE, **labels}

@@ -2,11 +2,14 @@
 
 `TenantRateLimiter`: a token bucket of decompressed pprof bytes for each tenant.
 
-A bucket holds at most `burst` bytes and refills at `rate` bytes per second; a push takes its size from
-its tenant's bucket or is refused whole with `RateLimited` (RESOURCE_EXHAUSTED over gRPC, HTTP 429, which
-the Pyroscope SDKs and Grafana Alloy treat as "slow down"). Nothing of a refused push is written, and a
+A bucket holds at most `burst` bytes and refills at `rate` bytes per second, both the tenant's own
+(`--limits.tenant acme:ingestion-rate-mb=20`) or everyone's; a push takes its size from its tenant's
+bucket or is refused whole with `RateLimited` (RESOURCE_EXHAUSTED over gRPC, HTTP 429, which the
+Pyroscope SDKs and Grafana Alloy treat as "slow down"). Nothing of a refused push is written, and a
 refused push takes nothing from the bucket. A push larger than the burst can never pass: its message
-says so, since retrying would not help. The limiter is used from the event loop only, so it needs no lock.
+says so, since retrying would not help. `check` refuses early, on the compressed size, a push that
+cannot fit, so a tenant flooding past its limit does not make the ingester decompress what it will
+refuse. The limiter is used from the event loop only, so it needs no lock.
 
 `SeriesLimiter`: a push that would create series beyond the tenant's `max_series` is refused whole (429 /
 RESOURCE_EXHAUSTED, as Pyroscope answers its series limit); pushes to existing series always pass. The
@@ -35,33 +38,49 @@ MB = 1_000_000
 class _Bucket:
     tokens: float
     at: float
+    full_at: float = 0.0  # when it will hold its whole burst again: from then on it is as good as a new one
 
 
 class TenantRateLimiter:
-    def __init__(self, rate_bytes_s: float, burst_bytes: float, clock: Callable[[], float] = time.monotonic):
-        if rate_bytes_s <= 0 or burst_bytes <= 0:
-            raise ValueError("the ingestion rate and burst must be positive (leave the limiter out for no limit)")
-        self.rate, self.burst, self._clock = rate_bytes_s, burst_bytes, clock
+    def __init__(self, clock: Callable[[], float] = time.monotonic):
+        self._clock = clock
         self._buckets: dict[str, _Bucket] = {}
+        self._prune_above = 1024  # buckets kept before the full ones are dropped: tenants come and go
 
-    def take(self, tenant: str, nbytes: int) -> None:
+    def __len__(self) -> int:
+        return len(self._buckets)
+
+    def take(self, tenant: str, nbytes: int, rate_bytes_s: float, burst_bytes: float) -> None:
         """Take `nbytes` from the tenant's bucket, or raise RateLimited and take nothing."""
+        bucket = self.check(tenant, nbytes, rate_bytes_s, burst_bytes)
+        bucket.tokens -= nbytes
+        bucket.full_at = bucket.at + (burst_bytes - bucket.tokens) / rate_bytes_s
+        if len(self._buckets) > self._prune_above:
+            now = bucket.at
+            self._buckets = {t: b for t, b in self._buckets.items() if b.full_at > now}
+            self._prune_above = max(1024, 2 * len(self._buckets))
+
+    def check(self, tenant: str, nbytes: int, rate_bytes_s: float, burst_bytes: float) -> _Bucket:
+        """Raise RateLimited if `nbytes` cannot be taken from the tenant's bucket now; take nothing."""
+        if rate_bytes_s <= 0 or burst_bytes <= 0:
+            raise ValueError("the ingestion rate and burst must be positive (no rate limit: do not call the limiter)")
         now = self._clock()
         bucket = self._buckets.get(tenant)
         if bucket is None:
-            bucket = self._buckets[tenant] = _Bucket(self.burst, now)
-        bucket.tokens = min(self.burst, bucket.tokens + (now - bucket.at) * self.rate)
+            bucket = self._buckets[tenant] = _Bucket(burst_bytes, now)
+        bucket.tokens = min(burst_bytes, bucket.tokens + (now - bucket.at) * rate_bytes_s)
         bucket.at = now
-        if nbytes > self.burst:
+        if nbytes > burst_bytes:
             raise RateLimited(f"tenant {tenant!r}: a push of {nbytes / MB:.3g} MB is larger than the ingestion "
-                              f"burst of {self.burst / MB:.3g} MB and can never be accepted; send smaller pushes "
-                              "or raise --limits.ingestion-burst-mb")
+                              f"burst of {burst_bytes / MB:.3g} MB and can never be accepted; send smaller pushes "
+                              f"or raise --limits.ingestion-burst-mb (or --limits.tenant {tenant}:ingestion-burst-mb)")
         if nbytes > bucket.tokens:
-            wait_s = (nbytes - bucket.tokens) / self.rate
-            raise RateLimited(f"tenant {tenant!r} is over its ingestion rate limit of {self.rate / MB:.3g} MB/s "
-                              f"(burst {self.burst / MB:.3g} MB): push refused, retry in {wait_s:.1f} s "
-                              "(--limits.ingestion-rate-mb raises the limit)", retry_after_s=wait_s)
-        bucket.tokens -= nbytes
+            wait_s = (nbytes - bucket.tokens) / rate_bytes_s
+            raise RateLimited(f"tenant {tenant!r} is over its ingestion rate limit of {rate_bytes_s / MB:.3g} MB/s "
+                              f"(burst {burst_bytes / MB:.3g} MB): push refused, retry in {wait_s:.1f} s "
+                              f"(--limits.ingestion-rate-mb, or --limits.tenant {tenant}:ingestion-rate-mb, raises "
+                              "the limit)", retry_after_s=wait_s)
+        return bucket
 
 
 ACTIVE_WINDOW_NS = 3600 * 10**9  # a series is active while it has a profile in the last hour

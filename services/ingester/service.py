@@ -19,7 +19,7 @@ from prometheus_client import Counter
 from pydantic import BaseModel, ConfigDict, Field
 
 from flamewatch.api.flamewatch.v1 import ingest_pb2, ingest_pb2_grpc
-from flamewatch.config import IngesterConfig
+from flamewatch.config import IngesterConfig, IngestLimits
 from flamewatch.ingester import pyroscope, pyroscope_ingest
 from flamewatch.ingester.batcher import Batcher
 from flamewatch.ingester.compactor import Maintenance
@@ -28,7 +28,7 @@ from flamewatch.ingester.otlp_receiver import http_router as otlp_http_router
 from flamewatch.ingester.prepare import Prepared, prepare
 from flamewatch.ingester.ratelimit import SeriesLimiter, TenantRateLimiter
 from flamewatch.ingester.writer import BlockWriter
-from flamewatch.pprof import hint_from_file_name
+from flamewatch.pprof import LimitExceeded, decompressed_size_hint, hint_from_file_name
 from flamewatch.rpc.body import read_limited
 from flamewatch.rpc.errors import RateLimited
 from flamewatch.rpc.grpc_server import handled
@@ -67,8 +67,7 @@ class Ingester:
         self._batcher = Batcher(BlockWriter(store, db).write, config.flush_interval_s, config.flush_bytes,
                                 config.max_concurrent_flushes)
         self._maintenance = Maintenance(config.maintenance, store, db)
-        self._rate = (TenantRateLimiter(config.ingestion_rate_bytes_s, config.ingestion_burst_bytes)
-                      if config.ingestion_rate_bytes_s > 0 else None)
+        self._rate = TenantRateLimiter()
         self._series = SeriesLimiter(db)
         self._loops: list[asyncio.Task] = []
 
@@ -87,19 +86,30 @@ class Ingester:
                    span: tuple[int, int] | None = None) -> tuple[int, int]:
         """Store every profile of the push or none; returns (typed profiles, bytes) once durable.
         `span` (start, end ns) dates the pprofs that carry no time of their own."""
+        limits = self.config.limits_for(tenant)
+        _check_push_size(series, limits)
+        rate = limits.ingestion_rate()
+        if rate is not None:  # refused before decompressing when the sizes the pprofs state cannot fit
+            self._rate_limited(self._rate.check, tenant,
+                               sum(decompressed_size_hint(raw) for _, raws in series for _, raw in raws), rate,
+                               len(series))
         prepared = await asyncio.to_thread(self._prepare_all, tenant, series, name_hint, span)
         entries = [e for p in prepared for e in p.entries]
         nbytes = sum(p.nbytes for p in prepared)
-        if self._rate is not None:
-            try:
-                self._rate.take(tenant, nbytes)
-            except RateLimited:
-                REJECTED.labels("RateLimited").inc(len(prepared))
-                raise
+        if rate is not None:
+            self._rate_limited(self._rate.take, tenant, nbytes, rate, len(prepared))
         await self._batcher.submit(tenant, entries, nbytes)
         PROFILES.labels(tenant).inc(len(entries))
         BYTES.labels(tenant).inc(nbytes)
         return len(entries), nbytes
+
+    @staticmethod
+    def _rate_limited(take, tenant: str, nbytes: int, rate: tuple[float, float], profiles: int) -> None:
+        try:
+            take(tenant, nbytes, *rate)
+        except RateLimited:
+            REJECTED.labels("RateLimited").inc(profiles)
+            raise
 
     def _prepare_all(self, tenant: str, series: Series, name_hint: str | None,
                      span: tuple[int, int] | None) -> list[Prepared]:
@@ -107,13 +117,16 @@ class Ingester:
         now = time.time_ns()
         limits = self.config.limits_for(tenant)
         out = []
+        budget = limits.max_push_decompressed_bytes  # what the rest of the push may still decompress to
         for labels, samples in series:
             for client_id, raw in samples:
                 try:
-                    out.append(prepare(labels, raw, limits, now, name_hint, span))
+                    prepared = prepare(labels, raw, limits, now, name_hint, span, budget)
                 except ValueError as exc:
                     REJECTED.labels(type(exc).__name__).inc()
                     raise type(exc)(f"{client_id}: {exc}" if client_id else str(exc)) from exc
+                out.append(prepared)
+                budget -= prepared.nbytes
         try:
             self._series.check(tenant, {e.fingerprint for p in out for e in p.entries}, limits.max_series, now)
         except RateLimited:
@@ -138,6 +151,16 @@ class Ingester:
                                         grace_ns=int(self.config.orphan_grace_s * 1e9), now_ns=time.time_ns())
             except Exception as exc:  # noqa: BLE001 - the next round tries again
                 log.warning("sweeping orphaned blocks failed: %s", exc)
+
+
+def _check_push_size(series: Series, limits: IngestLimits) -> None:
+    """However a push arrives, it holds at most max_profiles_per_push series and as many profiles."""
+    profiles = sum(len(samples) for _, samples in series)
+    for count, what in ((len(series), "series"), (profiles, "profiles")):
+        if count > limits.max_profiles_per_push:
+            REJECTED.labels("LimitExceeded").inc(profiles)
+            raise LimitExceeded(f"push has {count} {what}, the limit is {limits.max_profiles_per_push} per push "
+                                "(--limits.max-profiles-per-push); send them in several pushes")
 
 
 def _dated(entry: BlockEntry, time_ns: int | None) -> BlockEntry:

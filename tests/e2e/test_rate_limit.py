@@ -89,3 +89,29 @@ def test_grpc_and_connect_pushes_over_the_burst_are_resource_exhausted(cluster: 
     assert [a.status_code for a in answers] == [200, 200, 429], answers[-1].text
     assert answers[-1].json()["code"] == "resource_exhausted"
     assert cluster.counts(tenant)["profiles"] == 2
+
+
+SLOW = f"slow-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture(scope="module")
+def one_tenant_limited(cluster: Cluster, go_profiles):
+    """An ingester with no rate limit but for one tenant, given its own with --limits.tenant."""
+    burst_mb = 2.5 * _decompressed(go_profiles["goroutine"]) / 1e6
+    return cluster.add_ingester("one-tenant-rate-limited", "--limits.tenant", f"{SLOW}:ingestion-rate-mb={RATE_MB}",
+                                "--limits.tenant", f"{SLOW}:ingestion-burst-mb={burst_mb:.6f}")
+
+
+def test_a_tenant_given_its_own_rate_is_limited_and_no_other(cluster: Cluster, one_tenant_limited, go_profiles):
+    raw = go_profiles["goroutine"]
+    other = _tenant()
+
+    def push(who: str, n: int):
+        return cluster.http.post(f"{one_tenant_limited.url}/ingest", content=raw, headers={"X-Scope-OrgID": who},
+                                 params={"__name__": "goroutine", "service_name": "rl-own", "n": str(n)})
+
+    answers = [push(SLOW, n) for n in range(3)]
+    assert [a.status_code for a in answers] == [200, 200, 429], answers[-1].text
+    assert f"--limits.tenant {SLOW}:ingestion-rate-mb" in answers[-1].json()["error"]
+    assert [push(other, n).status_code for n in range(8)] == [200] * 8  # everyone else: no limit
+    assert (cluster.counts(SLOW)["profiles"], cluster.counts(other)["profiles"]) == (2, 8)

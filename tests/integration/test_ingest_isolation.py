@@ -17,11 +17,13 @@ from hypothesis import strategies as st
 from infra.tinypprof import tiny_pprof
 
 from flamewatch.config import IngesterConfig, IngestLimits, MaintenanceConfig
+from flamewatch.ingester import service
 from flamewatch.ingester.batcher import Batcher
 from flamewatch.ingester.prepare import prepare
 from flamewatch.ingester.service import Ingester
 from flamewatch.ingester.writer import BlockWriter, identity
 from flamewatch.labels.labelset import fingerprint
+from flamewatch.pprof import LimitExceeded
 from flamewatch.rpc.errors import RateLimited, status_of
 from flamewatch.storage.index import stored_profiles
 from flamewatch.storage.objstore import FilesystemConfig, ObjectStore, open_object_store
@@ -64,14 +66,15 @@ def test_a_push_postgres_refuses_fails_alone_and_its_neighbours_in_the_flush_are
     assert stored_profiles(db, TENANT, keys) == set(keys)
 
 
-def _ingester(db: Database, store: ObjectStore, **limits) -> Ingester:
+def _ingester(db: Database, store: ObjectStore, tenant_limits=None, **limits) -> Ingester:
     return Ingester(IngesterConfig(flush_interval_s=0.05, limits=IngestLimits(**limits),
-                                   maintenance=MaintenanceConfig(interval_s=0)), store, db)
+                                   maintenance=MaintenanceConfig(interval_s=0), tenant_limits=tenant_limits or {}),
+                    store, db)
 
 
-def _run(db: Database, store: ObjectStore, body: Callable, **limits):
+def _run(db: Database, store: ObjectStore, body: Callable, tenant_limits=None, **limits):
     async def main():
-        ingester = _ingester(db, store, **limits)
+        ingester = _ingester(db, store, tenant_limits, **limits)
         ingester.start()
         try:
             return await body(ingester)
@@ -107,6 +110,64 @@ def test_a_push_that_would_create_series_over_the_limit_is_refused_whole(db: Dat
     assert existing[0] == one_more[0] == 1
     assert _count(db, "SELECT count(*) FROM series WHERE tenant = %s", TENANT) == 4
     assert not _count(db, "SELECT count(*) FROM series WHERE tenant = %s AND labels->>'pod' IN ('p4', 'p5')", TENANT)
+
+
+def _stored(db: Database, tenant: str) -> int:
+    return _count(db, "SELECT coalesce(sum(bs.profiles), 0) FROM index_series bs JOIN series s ON s.id = bs.series_id"
+                      " WHERE s.tenant = %s", tenant)
+
+
+def test_a_push_is_limited_in_profiles_and_in_what_they_decompress_to_together(db: Database, store):
+    now = time.time_ns()
+    size = len(tiny_pprof(now, zipped=False))
+
+    def series(n: int, offset: int, per_series: int = 1):
+        return [({"pod": f"p{i}"}, [("", tiny_pprof(now + offset + i * per_series + j)) for j in range(per_series)])
+                for i in range(n)]
+
+    async def body(ingester: Ingester) -> list[str]:
+        refused = []
+        for push in (series(5, 0), series(1, 100, per_series=5), series(4, 200)):
+            with pytest.raises(LimitExceeded) as error:
+                await ingester.push(TENANT, push)
+            refused.append(str(error.value))
+        assert await ingester.push(TENANT, series(3, 300)) == (3, 3 * size)  # within both limits
+        return refused
+
+    too_many_series, too_many_profiles, too_large = _run(db, store, body, max_profiles_per_push=4,
+                                                          max_push_decompressed_bytes=3 * size + size // 2)
+    assert too_many_series.startswith("push has 5 series, the limit is 4 per push (--limits.max-profiles-per-push)")
+    assert too_many_profiles.startswith("push has 5 profiles, the limit is 4 per push")
+    assert too_large == (f"the push's profiles are more than {3 * size + size // 2} bytes decompressed together "
+                         "(--limits.max-push-decompressed-bytes); send them in several pushes")
+    assert _stored(db, TENANT) == 3  # nothing of the refused pushes
+
+
+def test_a_tenant_with_its_own_ingestion_rate_is_limited_alone(db: Database, store, monkeypatch):
+    now = time.time_ns()
+    size = len(tiny_pprof(now, zipped=False))
+    prepared = []
+    real_prepare = service.prepare
+    monkeypatch.setattr(service, "prepare", lambda *args: prepared.append(1) or real_prepare(*args))
+
+    async def body(ingester: Ingester) -> str:
+        for i in range(2):
+            await ingester.push("slow", [({"pod": f"p{i}"}, [("", tiny_pprof(now + i))])])
+        with pytest.raises(RateLimited) as refused:
+            await ingester.push("slow", [({"pod": "p2"}, [("", tiny_pprof(now + 2))])])
+        decompressed = len(prepared)
+        with pytest.raises(RateLimited):  # the bucket is empty: refused on the size its gzip trailer states
+            await ingester.push("slow", [({"pod": "p3"}, [("", tiny_pprof(now + 3))])])
+        assert len(prepared) == decompressed
+        for i in range(20):  # every other tenant has no rate limit
+            await ingester.push("fast", [({"pod": f"p{i}"}, [("", tiny_pprof(now + i))])])
+        return str(refused.value)
+
+    message = _run(db, store, body, tenant_limits={"slow": {"ingestion_rate_mb": 1e-6,
+                                                            "ingestion_burst_mb": 2.5 * size / 1e6}})
+    assert message.startswith("tenant 'slow' is over its ingestion rate limit of 1e-06 MB/s")
+    assert "--limits.tenant slow:ingestion-rate-mb" in message
+    assert (_stored(db, "slow"), _stored(db, "fast")) == (2, 20)
 
 
 def test_a_timeless_pprof_pushed_again_is_stored_once(db: Database, store):

@@ -7,7 +7,7 @@ def test_pprof_exports():
     assert sorted(flamewatch.pprof.__all__) == [
         "DecodeError", "Functions", "InvalidProfile", "InvalidProfileName", "LimitExceeded", "Locations",
         "Mappings", "PprofError", "Profile", "ProfileLimits", "ProfileType", "Samples", "TypedProfile", "decode",
-        "decompress", "encode", "hint_from_file_name", "profile_name", "split", "validate",
+        "decompress", "decompressed_size_hint", "encode", "hint_from_file_name", "profile_name", "split", "validate",
     ]
     for name in flamewatch.pprof.__all__:
         assert getattr(flamewatch.pprof, name) is not None

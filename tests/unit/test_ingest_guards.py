@@ -137,4 +137,23 @@ def test_a_bad_tenant_limit_is_refused_with_the_expected_form(bad, capsys):
     with pytest.raises(SystemExit):
         _parse("--limits.tenant", bad)
     err = capsys.readouterr().err
-    assert "TENANT:LIMIT=VALUE" in err or "takes a whole number" in err
+    assert "TENANT:LIMIT=VALUE" in err or "max-series: expected a whole number" in err
+
+
+def test_rate_limits_are_numbers_and_can_be_a_tenants_own():
+    limits, per_tenant = ingest_limits(_parse("--limits.ingestion-rate-mb", "4", "--limits.tenant",
+                                              "acme:ingestion-rate-mb=20.5", "--limits.tenant",
+                                              "acme:ingestion-burst-mb=100"))
+    config = IngesterConfig(limits=limits, tenant_limits=per_tenant)
+    assert config.limits_for("acme").ingestion_rate() == (20.5e6, 100e6)
+    assert config.limits_for("other").ingestion_rate() == (4e6, 256 * 2**20)  # the burst: a push of any size
+    assert IngesterConfig().limits_for("other").ingestion_rate() is None
+
+
+@pytest.mark.parametrize("bad", [("--limits.ingestion-rate-mb", "-1"), ("--limits.max-series", "x"),
+                                 ("--limits.tenant", "acme:ingestion-burst-mb=lots")])
+def test_a_limit_must_be_a_number_of_zero_or_more(bad, capsys):
+    with pytest.raises(SystemExit):
+        _parse(*bad)
+    err = capsys.readouterr().err
+    assert "expected 0 or more" in err or "expected a number" in err or "expected a whole number" in err

@@ -24,6 +24,7 @@ from flamewatch.pprof import (
     ProfileLimits,
     decode,
     decompress,
+    decompressed_size_hint,
     validate,
 )
 
@@ -342,3 +343,11 @@ def test_invalid_utf8_in_a_string_becomes_the_replacement_character():
     assert profile.strings[bad_index] == "\ufffd" + names[bad_index][1:-1] + "\ufffd"
     assert [str(s) for i, s in enumerate(profile.strings) if i != bad_index] == \
         [s for i, s in enumerate(names) if i != bad_index]
+
+
+def test_the_size_a_gzip_trailer_states_is_read_without_decompressing():
+    data = b"\x0a" * 100_000
+    assert decompressed_size_hint(gzip.compress(data)) == 100_000
+    assert decompressed_size_hint(data) == 100_000  # not gzip: its own length
+    assert decompressed_size_hint(gzip.compress(data) + gzip.compress(b"ab")) == 2  # the last member's: at least
+    assert decompressed_size_hint(b"\x1f\x8b") == 2  # too short for a trailer

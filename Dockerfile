@@ -62,4 +62,4 @@ EXPOSE 8080 8081
 HEALTHCHECK --interval=5s --timeout=4s --start-period=60s --retries=5 \
     CMD ["python3", "-c", "import os, urllib.request; port = os.environ.get('FLAMEWATCH_HTTP_ADDRESS', ':8080').rpartition(':')[2]; urllib.request.urlopen(f'http://127.0.0.1:{port}/readyz', timeout=3)"]
 ENTRYPOINT ["flamewatch"]
-CMD ["all"]
+CMD ["all", "--http-address", ":8080", "--grpc-address", ":8081"]

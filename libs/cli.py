@@ -133,6 +133,10 @@ def maintenance_config(args: argparse.Namespace) -> MaintenanceConfig:
 def _common_flags(p: _Parser, heap_profiling: bool = False) -> None:
     p.add("--log.level", "debug, info, warning or error", dest="log_level", default="info",
           choices=["debug", "info", "warning", "error"])
+    p.add("--web.config.file", "Prometheus's web configuration file (tls_server_config, basic_auth_users), "
+          "with Flamewatch's bearer_tokens, access (which tenants each credential may read and write) and "
+          "client (how this process calls the other services); see the README's Security section. Without "
+          "one, every request may read and write every tenant", dest="web_config_file", default=None)
     p.add("--self-profiling.heap", "trace Python allocations so /debug/pprof/heap can answer (tracemalloc: "
           "several times the CPU of the service's own work, so off by default)", dest="heap_profiling",
           action=argparse.BooleanOptionalAction, default=heap_profiling)
@@ -218,8 +222,10 @@ def _all_parser(sub) -> None:
                        "objects), and Flamewatch scrapes its own /debug/pprof endpoints.")
     p.add("--config.file", "YAML configuration with scrape_configs (default: scrape this process only)",
           dest="config_file")
-    p.address("--http-address", "HTTP listen address (API, /ingest, /debug/pprof, /metrics)", ":8080")
-    p.address("--grpc-address", "gRPC listen address (IngestService, QueryService, SymbolizerService)", ":8081")
+    p.address("--http-address", "HTTP listen address (API, /ingest, /debug/pprof, /metrics); loopback only by "
+              "default, :8080 for every interface", "127.0.0.1:8080")
+    p.address("--grpc-address", "gRPC listen address (IngestService, QueryService, SymbolizerService); loopback "
+              "only by default, :8081 for every interface", "127.0.0.1:8081")
     _query_limit_flags(p)
     symbolizer_cli().symbolizer_flags(p)
     _storage_flags(p)
@@ -268,10 +274,12 @@ def _upload_parser(sub) -> None:
     p.add_argument("files", nargs="+", type=Path, help="pprof files, e.g. cpu.pb.gz")
     p.add("--url", "the ingester (or flamewatch all) base URL", default="http://127.0.0.1:4100")
     p.add("--label", "series label k=v; repeat for more", action="append", default=[], dest="labels")
-    p.add("--tenant", "tenant id sent as X-Scope-OrgID", default="anonymous")
+    p.add("--tenant", "tenant id sent as X-Scope-OrgID (default: none, so the server takes anonymous, or the "
+          "credential's first tenant)", default=None)
     p.add("--name", "profile name (process_cpu, memory, goroutine, mutex, block, or one of your own); by "
           "default taken from the profile's content, with the file name as a hint", default=None)
     p.add("--timeout", "seconds to wait for each upload", type=float, default=30.0)
+    web_cli().client_flags(p)
     p.set_defaults(run=run_upload, log_level="warning")
 
 
@@ -286,7 +294,14 @@ def build_parser() -> argparse.ArgumentParser:
     _all_parser(sub)
     _upload_parser(sub)
     symbolizer_cli().add_parsers(sub)
+    web_cli().add_parsers(sub)
     return parser
+
+
+def web_cli():
+    from flamewatch import web_cli
+
+    return web_cli
 
 
 def symbolizer_cli():
@@ -308,7 +323,7 @@ def run_ingester(args: argparse.Namespace) -> int:
                             maintenance=maintenance_config(args), tenant_limits=tenant_limits)
 
     async def main(stack: contextlib.AsyncExitStack) -> None:
-        listeners = _listen(stack, config.http_address, config.grpc_address)
+        listeners = _listen(args, stack, config.http_address, config.grpc_address)
         store, db = _open_storage(stack, storage_config(args))
         ingester = Ingester(config, store, db)
         ingester.start()
@@ -335,7 +350,7 @@ def run_querier(args: argparse.Namespace) -> int:
                            **_query_limits(args))
 
     async def main(stack: contextlib.AsyncExitStack) -> None:
-        listeners = _listen(stack, config.http_address, config.grpc_address)
+        listeners = _listen(args, stack, config.http_address, config.grpc_address)
         store, db = _open_storage(stack, storage_config(args))
         source = DiskCache(store, config.disk_cache_dir, config.disk_cache_bytes) if config.disk_cache_dir else store
         blocks = BlockCache(source, config.cache_bytes, config.fetch_concurrency, PathIndex())
@@ -355,7 +370,7 @@ def run_collector(args: argparse.Namespace) -> int:
     load()
 
     async def main(stack: contextlib.AsyncExitStack) -> None:
-        listeners = _listen(stack, args.http_address, args.grpc_address)
+        listeners = _listen(args, stack, args.http_address, args.grpc_address)
         collector = Collector(load, args.ingester_address, args.tenant)
         collector.start()
         stack.push_async_callback(collector.stop)
@@ -369,7 +384,7 @@ SELF_SCRAPE = """
 scrape_configs:
   - job_name: flamewatch
     scrape_interval: 15s
-    static_configs: [{{targets: ["{address}"], labels: {{service_name: flamewatch}}}}]
+    static_configs: [{{targets: ["{address}"], labels: {{service_name: flamewatch}}}}]{auth}
     profiling_config:
       pprof_config:
         memory: {{enabled: {heap}, path: /debug/pprof/heap}}
@@ -377,6 +392,14 @@ scrape_configs:
         mutex: {{enabled: false}}
         block: {{enabled: false}}
 """
+
+
+def _self_scrape_auth() -> str:
+    """With credentials required, the self-scrape shows the process's own (an in-process token)."""
+    from flamewatch.rpc.channels import identity
+
+    kind, _, credentials = (identity().authorization or "").partition(" ")
+    return f"\n    authorization: {{type: {kind}, credentials: {credentials}}}" if credentials else ""
 
 
 def _local(address: str) -> str:
@@ -417,10 +440,10 @@ def run_all(args: argparse.Namespace) -> int:
         load()
 
     async def main(stack: contextlib.AsyncExitStack) -> None:
-        listeners = _listen(stack, args.http_address, args.grpc_address)
+        listeners = _listen(args, stack, args.http_address, args.grpc_address)
         # The built-in configuration scrapes this process where it listens, port 0 resolved.
         text = SELF_SCRAPE.format(address=_local(_with_port(args.http_address, listeners.http_port)),
-                                  heap=str(args.heap_profiling).lower())
+                                  heap=str(args.heap_profiling).lower(), auth=_self_scrape_auth())
         config = load or (lambda: parse_config(text, "built-in configuration"))
         store, db = _open_storage(stack, storage_config(args))
         limits, tenant_limits = ingest_limits(args)
@@ -465,7 +488,7 @@ def run_frontend(args: argparse.Namespace) -> int:
     from flamewatch.frontend.service import api_proxy_router, collector_proxy_router, ui_router
 
     async def main(stack: contextlib.AsyncExitStack) -> None:
-        listeners = _listen(stack, args.http_address, None)
+        listeners = _listen(args, stack, args.http_address, None)
         client = httpx.AsyncClient(timeout=600)
         stack.push_async_callback(client.aclose)
         collectors = [url.strip() for url in (args.collector_url or "").split(",") if url.strip()]
@@ -489,13 +512,27 @@ def _run(main) -> int:
     return 0
 
 
-def _listen(stack: contextlib.AsyncExitStack, http_address: str, grpc_address: str | None):
-    """Bind the ports first: a taken port fails before storage or services start."""
+def _listen(args: argparse.Namespace, stack: contextlib.AsyncExitStack, http_address: str,
+            grpc_address: str | None):
+    """Bind the ports first: a taken port fails before storage or services start. Every gRPC call is
+    checked against the web configuration file (`--web.config.file`), as every HTTP request is in `_serve`."""
+    from flamewatch.rpc.auth import AuthInterceptor
     from flamewatch.rpc.listen import listen
 
-    listeners = listen(http_address, grpc_address)
+    authenticator = web_security(args).authenticator
+    listeners = listen(http_address, grpc_address, interceptors=[AuthInterceptor(authenticator)])
     stack.callback(listeners.close)
+    web_security(args).warn_if_open(listeners.http_address, listeners.grpc_address)
     return listeners
+
+
+def web_security(args: argparse.Namespace):
+    """The process's web configuration, read once: its authenticator and the identity its clients use."""
+    from flamewatch.auth.process import WebSecurity
+
+    if getattr(args, "web_security", None) is None:
+        args.web_security = WebSecurity.load(args.web_config_file, in_process=args.command == "all")
+    return args.web_security
 
 
 def _config_loader(path: str):
@@ -540,8 +577,8 @@ async def _serve(args, listeners, routers, register, before_stop=None, ready_mes
 
     routers = [*routers, profiling_router(heap_enabled=args.heap_profiling)]
     _start_heap_tracking(args)  # after start-up: tracing every import would slow it down many times
-    await serve(listeners, build_app(routers, ready=ready or no_dependencies()), register, before_stop,
-                ready_message)
+    app = build_app(routers, ready=ready or no_dependencies(), authenticator=web_security(args).authenticator)
+    await serve(listeners, app, register, before_stop, ready_message)
 
 
 def _start_heap_tracking(args: argparse.Namespace) -> None:
@@ -554,6 +591,7 @@ def _start_heap_tracking(args: argparse.Namespace) -> None:
 def run_upload(args: argparse.Namespace) -> int:
     from flamewatch.upload import UploadError, upload_files
 
+    web_cli().use_client_flags(args)
     try:
         for line in upload_files(args.files, args.url, args.labels, args.tenant, args.name, args.timeout):
             print(line)

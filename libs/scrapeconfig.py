@@ -33,6 +33,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from flamewatch.clientconfig import (
+    Authorization,
+    BasicAuth,
+    TLSConfig,
+    check_exclusive,
+    read_authorization,
+    read_basic_auth,
+    read_tls_config,
+)
 from flamewatch.configreader import (
     ConfigError,
     boolean,
@@ -102,31 +111,6 @@ class ProfilingConfig:
         """The enabled endpoints, with `path_prefix` applied to their paths."""
         return {name: PprofEndpoint(ep.enabled, self.path_prefix + ep.path, ep.delta, ep.seconds)
                 for name, ep in self.pprof_config.items() if ep.enabled}
-
-
-@dataclass(frozen=True)
-class BasicAuth:
-    username: str
-    password: str = field(default="", repr=False)
-    password_file: str = ""
-
-
-@dataclass(frozen=True)
-class Authorization:
-    """Sent as `Authorization: <type> <credentials>`."""
-
-    type: str = "Bearer"
-    credentials: str = field(default="", repr=False)
-    credentials_file: str = ""
-
-
-@dataclass(frozen=True)
-class TLSConfig:
-    ca_file: str = ""
-    cert_file: str = ""
-    key_file: str = ""
-    server_name: str = ""
-    insecure_skip_verify: bool = False
 
 
 @dataclass(frozen=True)
@@ -294,16 +278,16 @@ def _scrape_config(value: Any, path: str, defaults: GlobalConfig) -> ScrapeConfi
     interval = optional(fields, "scrape_interval", path, duration_s, defaults.scrape_interval_s)
     timeout = optional(fields, "scrape_timeout", path, duration_s, None)
     _check_timeout(timeout, interval, path)
-    _check_exclusive(fields, path, "basic_auth", "authorization")
+    check_exclusive(fields, path, "basic_auth", "authorization")
     return ScrapeConfig(
         job_name=required(fields, "job_name", path, nonempty_string),
         scrape_interval_s=interval,
         scrape_timeout_s=min(interval, defaults.scrape_timeout_s) if timeout is None else timeout,
         scheme=optional(fields, "scheme", path, _scheme, "http"),
         params=optional(fields, "params", path, _params, {}),
-        basic_auth=optional(fields, "basic_auth", path, _basic_auth, None),
-        authorization=optional(fields, "authorization", path, _authorization, None),
-        tls_config=optional(fields, "tls_config", path, _tls_config, None),
+        basic_auth=optional(fields, "basic_auth", path, read_basic_auth, None),
+        authorization=optional(fields, "authorization", path, read_authorization, None),
+        tls_config=optional(fields, "tls_config", path, read_tls_config, None),
         static_configs=optional(fields, "static_configs", path, reads_list(_static_config), ()),
         file_sd_configs=optional(fields, "file_sd_configs", path, reads_list(_file_sd_config), ()),
         kubernetes_sd_configs=optional(fields, "kubernetes_sd_configs", path, reads_list(_kubernetes_sd_config), ()),
@@ -311,11 +295,6 @@ def _scrape_config(value: Any, path: str, defaults: GlobalConfig) -> ScrapeConfi
         profiling_config=_profiling_config(fields.get("profiling_config", {}), join_path(path, "profiling_config"),
                                            interval),
     )
-
-
-def _check_exclusive(fields: dict[str, Any], path: str, first: str, second: str) -> None:
-    if first in fields and second in fields:
-        raise ConfigError(f"{join_path(path, second)}: cannot be used together with {first}")
 
 
 def _scheme(value: Any, path: str) -> str:
@@ -327,36 +306,6 @@ def _scheme(value: Any, path: str) -> str:
 def _params(value: Any, path: str) -> dict[str, tuple[str, ...]]:
     expect(value, dict, "a mapping", path)
     return {string(name, path): string_list(values, join_path(path, name)) for name, values in value.items()}
-
-
-def _basic_auth(value: Any, path: str) -> BasicAuth:
-    fields = fields_of(value, path, ("username", "password", "password_file"))
-    _check_exclusive(fields, path, "password", "password_file")
-    return BasicAuth(required(fields, "username", path, nonempty_string),
-                     optional(fields, "password", path, string, ""),
-                     optional(fields, "password_file", path, string, ""))
-
-
-def _authorization(value: Any, path: str) -> Authorization:
-    fields = fields_of(value, path, ("type", "credentials", "credentials_file"))
-    _check_exclusive(fields, path, "credentials", "credentials_file")
-    kind = optional(fields, "type", path, nonempty_string, "Bearer")
-    if kind.lower() == "basic":
-        raise ConfigError(f"{path}.type: use basic_auth for Basic authorization")
-    return Authorization(kind, optional(fields, "credentials", path, string, ""),
-                         optional(fields, "credentials_file", path, string, ""))
-
-
-_TLS_FIELDS = ("ca_file", "cert_file", "key_file", "server_name", "insecure_skip_verify")
-
-
-def _tls_config(value: Any, path: str) -> TLSConfig:
-    fields = fields_of(value, path, _TLS_FIELDS)
-    files = {key: optional(fields, key, path, string, "") for key in _TLS_FIELDS[:4]}
-    if bool(files["cert_file"]) != bool(files["key_file"]):
-        given, missing = ("cert_file", "key_file") if files["cert_file"] else ("key_file", "cert_file")
-        raise ConfigError(f"{join_path(path, missing)}: required when {given} is set")
-    return TLSConfig(**files, insecure_skip_verify=optional(fields, "insecure_skip_verify", path, boolean, False))
 
 
 def _static_config(value: Any, path: str) -> StaticConfig:
@@ -397,7 +346,7 @@ _KUBERNETES_FIELDS = ("role", "api_server", "kubeconfig_file", "namespaces", "se
 
 def _kubernetes_sd_config(value: Any, path: str) -> KubernetesSDConfig:
     fields = fields_of(value, path, _KUBERNETES_FIELDS)
-    _check_exclusive(fields, path, "api_server", "kubeconfig_file")
+    check_exclusive(fields, path, "api_server", "kubeconfig_file")
     role = required(fields, "role", path, _kubernetes_role)
     selectors = optional(fields, "selectors", path, reads_list(_kubernetes_selector), ())
     for i, selector in enumerate(selectors):

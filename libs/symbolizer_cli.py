@@ -93,6 +93,7 @@ def _debuginfo_parser(sub) -> None:
     up.add("--symbolizer.address", "the symbolizer's (or flamewatch all's) gRPC address",
            dest="symbolizer_address", default="127.0.0.1:4501")
     up.add("--timeout", "seconds to wait for each upload", type=float, default=300.0)
+    cli.web_cli().client_flags(up)
     up.set_defaults(run=run_debuginfo_upload, log_level="warning", command="debuginfo upload")
 
 
@@ -103,7 +104,7 @@ def run_symbolizer(args: argparse.Namespace) -> int:
         from flamewatch.rpc.readiness import Check, Readiness
         from flamewatch.storage.objstore import open_object_store
 
-        listeners = cli._listen(stack, config.http_address, config.grpc_address)
+        listeners = cli._listen(args, stack, config.http_address, config.grpc_address)
         store = open_object_store(cli.storage_config(args).object_store)  # no Postgres: it keeps nothing there
         stack.callback(store.close)
         _, register = open_symbolizer(stack, store, config)
@@ -115,6 +116,7 @@ def run_symbolizer(args: argparse.Namespace) -> int:
 def run_debuginfo_upload(args: argparse.Namespace) -> int:
     from flamewatch.symbolizer.upload_client import DebuginfoUploadError, upload_debuginfo
 
+    cli.web_cli().use_client_flags(args)
     try:
         for line in upload_debuginfo(args.files, args.symbolizer_address, args.timeout):
             print(line)

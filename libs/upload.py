@@ -8,7 +8,9 @@ from urllib.parse import quote
 
 import httpx
 
+from flamewatch.clientconfig import ssl_context
 from flamewatch.labels.labelset import parse_label_args
+from flamewatch.rpc.channels import http_headers, identity
 
 # Sent with each file; the server takes a hint for the profile's name from it (`flamewatch.pprof.naming`).
 FILE_NAME_HEADER = "X-Flamewatch-File-Name"
@@ -23,22 +25,25 @@ def base_url(url: str) -> str:
     return url.rstrip("/").removesuffix("/ingest")
 
 
-def upload_files(files: Sequence[Path], url: str, labels: Sequence[str], tenant: str, name: str | None,
+def upload_files(files: Sequence[Path], url: str, labels: Sequence[str], tenant: str | None, name: str | None,
                  timeout: float) -> Iterator[str]:
+    """Uploads with this process's client identity (`rpc.channels`): its credential and TLS."""
     base = parse_label_args(labels)
-    with httpx.Client(base_url=base_url(url), timeout=timeout) as client:
+    me = identity()
+    with httpx.Client(base_url=base_url(url), timeout=timeout, headers=http_headers(),
+                      verify=ssl_context(me.tls)) as client:
         for path in files:
             yield _upload_one(client, path, base, tenant, name)
 
 
-def _upload_one(client: httpx.Client, path: Path, labels: dict, tenant: str, name: str | None) -> str:
+def _upload_one(client: httpx.Client, path: Path, labels: dict, tenant: str | None, name: str | None) -> str:
     try:
         body = path.read_bytes()
     except OSError as exc:
         raise UploadError(f"{path}: {exc.strerror}") from exc
     params = {**labels, **({"__name__": name} if name else {})}
     try:
-        headers = {"X-Scope-OrgID": tenant, FILE_NAME_HEADER: quote(path.name)}  # headers are ASCII
+        headers = {FILE_NAME_HEADER: quote(path.name), **({"X-Scope-OrgID": tenant} if tenant else {})}
         response = client.post("/ingest", params=params, content=body, headers=headers)
     except httpx.HTTPError as exc:
         raise UploadError(f"{path}: cannot reach {client.base_url}: {exc}") from exc
@@ -46,6 +51,9 @@ def _upload_one(client: httpx.Client, path: Path, labels: dict, tenant: str, nam
         where = str(client.base_url).rstrip("/")
         raise UploadError(f"{path}: {where} has no /ingest endpoint (404): --url should be the base URL of an "
                           "ingester or of flamewatch all, e.g. http://127.0.0.1:4100")
+    if response.status_code == 401:
+        raise UploadError(f"{path}: {client.base_url} asks for credentials (401): {_message(response)}; give "
+                          "--token or --basic-auth (or FLAMEWATCH_TOKEN, FLAMEWATCH_BASIC_AUTH)")
     if response.status_code != 200:
         raise UploadError(f"{path}: refused ({response.status_code}): {_message(response)}")
     result = response.json()

@@ -32,7 +32,9 @@ from google.protobuf.message import DecodeError, Message
 from google.protobuf.message_factory import GetMessageClass
 from starlette.datastructures import Headers
 
+from flamewatch.auth.caller import ANYONE, Action, Caller
 from flamewatch.pprof import LimitExceeded
+from flamewatch.rpc.auth import Authenticated
 from flamewatch.rpc.body import read_limited
 from flamewatch.rpc.errors import (
     DeadlineExceededError,
@@ -45,7 +47,7 @@ from flamewatch.rpc.errors import (
     message_of,
     status_of,
 )
-from flamewatch.rpc.tenant import HEADER, resolve_tenant
+from flamewatch.rpc.tenant import HEADER
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +72,7 @@ JsonCheck = Callable[[object], None]
 @dataclass(frozen=True)
 class Service:
     descriptor: ServiceDescriptor
+    action: Action  # what every method does to the tenant it is called for: read or write
     handlers: Mapping[str, Handler]  # method name -> handler; the others answer unimplemented
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES  # the request body, before and after decompression
     # method name -> a check of a JSON request as decoded JSON, run before protobuf's JSON parser, which
@@ -89,20 +92,20 @@ def router(service: Service) -> APIRouter:
     r = APIRouter(include_in_schema=False)
 
     @r.post(service.path + "/{method}")
-    async def _call(method: str, request: Request) -> Response:
-        return await serve(service, method, request)
+    async def _call(method: str, request: Request, caller: Authenticated) -> Response:
+        return await serve(service, method, request, caller)
 
     return r
 
 
-async def serve(service: Service, name: str, request: Request) -> Response:
+async def serve(service: Service, name: str, request: Request, caller: Caller = ANYONE) -> Response:
     started = time.perf_counter()
     procedure = f"{service.descriptor.full_name}/{name}"
     try:
         codec = _codec(request.headers.get("content-type"))
         method = _method(service, name)
         _check_protocol_version(request.headers.get("connect-protocol-version"))
-        tenant = resolve_tenant(request.headers.get(HEADER))
+        tenant = caller.tenant(service.action, request.headers.get(HEADER))
         timeout_s = _timeout_s(request.headers.get("connect-timeout-ms"))
         body = await read_body(request, service.max_body_bytes)
         message = decode(codec, body, GetMessageClass(method.input_type), procedure, service.json_checks.get(name))

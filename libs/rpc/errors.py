@@ -8,6 +8,8 @@
     ├── UnsupportedFormatError        a format we do not read      INVALID_ARGUMENT  415   400
     └── LimitExceeded                 larger than a limit          RESOURCE_EXHAUSTED 413  429
     RateLimited                       a tenant over its rate       RESOURCE_EXHAUSTED 429  429
+    Unauthenticated                   no or a wrong credential     UNAUTHENTICATED   401   401
+    PermissionDenied                  a credential's scope refuses PERMISSION_DENIED 403   403
     NotFoundError                     nothing by that name         NOT_FOUND         404   404
     UnimplementedError                a method or encoding we lack UNIMPLEMENTED     501   501
     └── UnknownMethodError            no such method               UNIMPLEMENTED     404   404
@@ -34,6 +36,7 @@ from dataclasses import dataclass
 import grpc
 from prometheus_client import Counter
 
+from flamewatch.auth.errors import PermissionDenied, Unauthenticated
 from flamewatch.pprof.errors import LimitExceeded
 from flamewatch.ratelimitedlog import RateLimitedLog
 from flamewatch.storage.errors import BlocksMissing, StorageUnavailable
@@ -97,6 +100,8 @@ _TABLE: list[tuple[type[BaseException], Status]] = [
     (UnsupportedFormatError, Status(grpc.StatusCode.INVALID_ARGUMENT, 415)),
     (ValueError, Status(grpc.StatusCode.INVALID_ARGUMENT, 400)),
     (NotFoundError, Status(grpc.StatusCode.NOT_FOUND, 404)),
+    (Unauthenticated, Status(grpc.StatusCode.UNAUTHENTICATED, 401)),
+    (PermissionDenied, Status(grpc.StatusCode.PERMISSION_DENIED, 403)),
     (UnknownMethodError, Status(grpc.StatusCode.UNIMPLEMENTED, 404)),
     (UnimplementedError, Status(grpc.StatusCode.UNIMPLEMENTED, 501)),
     (DeadlineExceededError, Status(grpc.StatusCode.DEADLINE_EXCEEDED, 504)),

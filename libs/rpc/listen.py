@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import socket
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import grpc
@@ -59,11 +60,12 @@ class Listeners:
 
 
 def listen(http_address: str, grpc_address: str | None, http_flag: str = "--http-address",
-           grpc_flag: str = "--grpc-address") -> Listeners:
-    """Bind both addresses, or raise ListenError and leave nothing bound. Needs a running event loop."""
+           grpc_flag: str = "--grpc-address", interceptors: Sequence[grpc.aio.ServerInterceptor] = ()) -> Listeners:
+    """Bind both addresses, or raise ListenError and leave nothing bound. Needs a running event loop.
+    `interceptors` see every gRPC call first (the credential check of `rpc.auth`)."""
     http = bind_http(http_address, http_flag)
     try:
-        server, port = bind_grpc(grpc_address, grpc_flag) if grpc_address else (None, 0)
+        server, port = bind_grpc(grpc_address, grpc_flag, interceptors) if grpc_address else (None, 0)
     except BaseException:
         http.close()
         raise
@@ -88,10 +90,11 @@ def bind_http(address: str, flag: str) -> socket.socket:
     return sock
 
 
-def bind_grpc(address: str, flag: str) -> tuple[grpc.aio.Server, int]:
+def bind_grpc(address: str, flag: str, interceptors: Sequence[grpc.aio.ServerInterceptor] = ()
+              ) -> tuple[grpc.aio.Server, int]:
     """The server with its port bound, and that port."""
     host, port = parse_address(address)
-    server = grpc.aio.server(options=GRPC_OPTIONS)
+    server = grpc.aio.server(options=GRPC_OPTIONS, interceptors=list(interceptors) or None)
     target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     try:
         bound = server.add_insecure_port(target)

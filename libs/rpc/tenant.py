@@ -1,4 +1,5 @@
-"""The tenant of a request: the `X-Scope-OrgID` header or gRPC metadata, `anonymous` when absent."""
+"""Tenant ids: the `X-Scope-OrgID` header or gRPC metadata names one, `anonymous` when absent; which one
+a request may use is decided by its credential (`auth.caller`, `rpc.auth`)."""
 
 from __future__ import annotations
 
@@ -16,10 +17,3 @@ def resolve_tenant(value: str | None) -> str:
     if not _VALID.fullmatch(value) or value in (".", ".."):  # fullmatch: `$` would let in a final "\n"
         raise ValueError(f'invalid tenant "{value}": use 1-64 characters of letters, digits, "_", "." or "-"')
     return value
-
-
-def tenant_from_metadata(metadata) -> str:
-    for key, value in metadata or ():
-        if key.lower() == HEADER:
-            return resolve_tenant(value)
-    return DEFAULT_TENANT

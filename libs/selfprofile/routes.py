@@ -12,6 +12,7 @@ import gc as garbage_collector
 from fastapi import APIRouter, Response
 from starlette.concurrency import run_in_threadpool
 
+from flamewatch.rpc.auth import AdminOnly
 from flamewatch.selfprofile.cpu import profile_cpu
 from flamewatch.selfprofile.errors import HeapProfilingDisabled
 from flamewatch.selfprofile.heap import profile_heap
@@ -24,7 +25,7 @@ HEAP_DISABLED = ("heap profiling is off in this service: start it with --self-pr
 
 
 def router(heap_enabled: bool) -> APIRouter:
-    api = APIRouter()
+    api = APIRouter(dependencies=[AdminOnly])  # the service's own code and memory: no tenant's
 
     @api.get("/debug/pprof/profile", include_in_schema=False)
     async def cpu_profile(seconds: int = DEFAULT_SECONDS) -> Response:

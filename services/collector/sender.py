@@ -24,6 +24,7 @@ from prometheus_client import Counter, Gauge
 
 from flamewatch.api.flamewatch.v1 import ingest_pb2, ingest_pb2_grpc, types_pb2
 from flamewatch.ratelimitedlog import RateLimitedLog
+from flamewatch.rpc.channels import grpc_channel
 from flamewatch.rpc.errors import RETRY_AFTER
 from flamewatch.rpc.labelpairs import label_pairs
 from flamewatch.rpc.tenant import HEADER
@@ -83,7 +84,7 @@ class Sender:
     async def run(self) -> None:
         """Send until cancelled, with several pushes in flight: each waits about a flush interval for
         durability, so one at a time would cap throughput at one batch per interval."""
-        self._channel = grpc.aio.insecure_channel(self._address, options=[
+        self._channel = grpc_channel(self._address, options=[
             ("grpc.max_send_message_length", 64 << 20), ("grpc.lb_policy_name", "round_robin")])
         stub = ingest_pb2_grpc.IngestServiceStub(self._channel)
         try:

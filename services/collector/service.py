@@ -14,9 +14,11 @@ import grpc
 from fastapi import APIRouter
 
 from flamewatch.api.flamewatch.v1 import collector_pb2, collector_pb2_grpc, types_pb2
+from flamewatch.auth.caller import Action, Caller
 from flamewatch.collector.discovery.manager import DiscoveryManager
 from flamewatch.collector.manager import ScrapeManager, TargetStatus
 from flamewatch.collector.sender import Sender
+from flamewatch.rpc.auth import AdminOnly, Authenticated, grpc_caller
 from flamewatch.rpc.grpc_server import handled
 from flamewatch.rpc.labelpairs import label_pairs
 from flamewatch.scrapeconfig import FileConfig
@@ -28,6 +30,7 @@ log = logging.getLogger(__name__)
 class Collector:
     def __init__(self, load: Callable[[], FileConfig], ingester_address: str, tenant: str = "anonymous"):
         self._load = load
+        self.tenant = tenant
         self.sender = Sender(ingester_address, tenant=tenant)
         self.scrapes = ScrapeManager(self.sender.submit)
         self.discovery = DiscoveryManager(self.scrapes.sync)
@@ -80,17 +83,24 @@ def http_router(collector: Collector) -> APIRouter:
     router = APIRouter()
 
     @router.get("/api/v1/targets", summary="Every scraped profile endpoint with its labels and health")
-    def targets() -> dict:
+    def targets(caller: Authenticated) -> dict:
+        _may_see_targets(caller, collector.tenant)
         active = sorted((_status_json(s) for s in collector.scrapes.status()),
                         key=lambda t: (t["scrapePool"], t["scrapeUrl"]))
         return {"status": "success", "data": {"activeTargets": active}}
 
-    @router.post("/-/reload", summary="Load the configuration file again")
+    @router.post("/-/reload", summary="Load the configuration file again", dependencies=[AdminOnly])
     async def reload() -> dict:  # async: applying starts tasks on the event loop
         collector.reload()
         return {"status": "success"}
 
     return router
+
+
+def _may_see_targets(caller: Caller, tenant: str) -> None:
+    """Targets are seen by whoever may read the tenant their profiles go to, and by an admin."""
+    if not caller.access.admin:
+        caller.tenant(Action.READ, tenant)
 
 
 def _pairs(labels: dict[str, str]) -> list[types_pb2.LabelPair]:
@@ -111,6 +121,7 @@ class CollectorServicer(collector_pb2_grpc.CollectorServiceServicer):
 
     @handled
     async def Targets(self, request, context: grpc.aio.ServicerContext):
+        _may_see_targets(grpc_caller(), self._collector.tenant)
         statuses = sorted(self._collector.scrapes.status(), key=lambda s: (s.target.job, s.target.url))
         return collector_pb2.TargetsResponse(targets=[_status_proto(s) for s in statuses])
 

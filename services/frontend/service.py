@@ -18,9 +18,11 @@ import httpx
 from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 
+from flamewatch.rpc.auth import AnyCaller
 from flamewatch.rpc.errors import NotFoundError
 
-_FORWARDED_HEADERS = ("x-scope-orgid", "accept", "content-type")
+# The credential goes on with the request: the querier (and collector) decide what it may see.
+_FORWARDED_HEADERS = ("x-scope-orgid", "authorization", "accept", "content-type")
 # Only what the querier answers, which the frontend passes on in every mode: the scrape targets are
 # the collector's (its own address when split), so the page names them without a link.
 _NO_UI = """<!doctype html><title>Flamewatch</title>
@@ -34,7 +36,7 @@ Scrape targets and their health are at the collector's <code>/api/v1/targets</co
 
 
 def ui_router(ui_dir: Path | None) -> APIRouter:
-    router = APIRouter()
+    router = APIRouter(dependencies=[AnyCaller])
     index = ui_dir / "index.html" if ui_dir else None
 
     @router.get("/", include_in_schema=False)
@@ -56,7 +58,7 @@ def ui_router(ui_dir: Path | None) -> APIRouter:
 
 def api_proxy_router(querier_url: str, client: httpx.AsyncClient) -> APIRouter:
     """`/api/*` passed on to the querier, and nothing else of it: see `upstream_api_path`."""
-    router = APIRouter()
+    router = APIRouter(dependencies=[AnyCaller])
     base = querier_url.rstrip("/")
 
     @router.api_route("/api/{path:path}", methods=["GET", "POST"], include_in_schema=False)
@@ -108,7 +110,7 @@ def collector_proxy_router(collector_urls: Sequence[str], client: httpx.AsyncCli
     its part of the targets) are asked at once and their targets listed together; a shard that does not
     answer is named in `warnings`, as Prometheus's API reports a partial answer, and the others still show.
     """
-    router = APIRouter()
+    router = APIRouter(dependencies=[AnyCaller])
     urls = [f"{url.rstrip('/')}/api/v1/targets" for url in collector_urls]
 
     @router.get("/api/v1/targets", include_in_schema=False)

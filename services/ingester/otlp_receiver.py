@@ -28,16 +28,16 @@ from opentelemetry.proto.collector.profiles.v1development.profiles_service_pb2 i
     ExportProfilesServiceResponse,
 )
 
+from flamewatch.auth.caller import Action
 from flamewatch.config import IngesterConfig, IngestLimits
 from flamewatch.ingester.errors import OtlpDecodeError
 from flamewatch.ingester.otlp import convert
 from flamewatch.ingester.otlp_limits import check_json_counts
 from flamewatch.pprof import LimitExceeded, decompress
+from flamewatch.rpc.auth import WriteTenant, grpc_tenant
 from flamewatch.rpc.body import read_limited
 from flamewatch.rpc.errors import UnsupportedMediaTypeError, count_error, log_failure, message_of, status_of
 from flamewatch.rpc.grpc_server import handled
-from flamewatch.rpc.openapi import TENANT_DESCRIPTION, TENANT_HEADER_SCHEMA
-from flamewatch.rpc.tenant import HEADER, resolve_tenant, tenant_from_metadata
 
 log = logging.getLogger(__name__)
 
@@ -158,7 +158,7 @@ class _Servicer:
         limit = self._pusher.config.limits.max_compressed_bytes
         if len(body) > limit:
             raise LimitExceeded(f"request is {len(body)} bytes, the limit is {limit}")
-        tenant = tenant_from_metadata(context.invocation_metadata())
+        tenant = grpc_tenant(context, Action.WRITE)
         return await export(self._pusher, tenant, parse_protobuf(body))
 
 
@@ -183,8 +183,6 @@ _OPENAPI = {
                         JSON: {"schema": {"type": "object", "properties": {
                             "resourceProfiles": {"type": "array", "items": {"type": "object"}},
                             "dictionary": {"type": "object"}}}}}},
-    "parameters": [{"name": "X-Scope-OrgID", "in": "header", "required": False, "description": TENANT_DESCRIPTION,
-                    "schema": TENANT_HEADER_SCHEMA}],
 }
 _RESPONSES = {
     200: {"description": "an ExportProfilesServiceResponse, in the request's content type; partial_success "
@@ -201,7 +199,7 @@ def http_router(pusher: Pusher) -> APIRouter:
 
     @router.post(HTTP_PATH, summary="OTLP profiles export (ExportProfilesServiceRequest as protobuf or JSON, "
                  "optionally gzip)", response_class=Response, responses=_RESPONSES, openapi_extra=_OPENAPI)
-    async def export_http(request: Request) -> Response:
+    async def export_http(request: Request, tenant: WriteTenant) -> Response:
         as_json = _media_type(request) == JSON
         started = time.perf_counter()
         try:
@@ -209,7 +207,7 @@ def http_router(pusher: Pusher) -> APIRouter:
                                pusher.config.limits.max_decompressed_bytes)
             limits = pusher.config.limits
             otlp_request = parse_json(body, limits) if _checked_media_type(request) == JSON else parse_protobuf(body)
-            response = await export(pusher, resolve_tenant(request.headers.get(HEADER)), otlp_request)
+            response = await export(pusher, tenant, otlp_request)
         except Exception as exc:  # noqa: BLE001 - every failure is answered as a Status, mapped in rpc.errors
             log_failure(log, exc, "OTLP export failed after %.0f ms: %s", 1e3 * (time.perf_counter() - started), exc)
             return _error(exc, as_json)

@@ -20,12 +20,13 @@ import grpc
 from fastapi import APIRouter
 
 from flamewatch.api.push.v1 import push_pb2, push_pb2_grpc
+from flamewatch.auth.caller import Action
 from flamewatch.config import IngestLimits
 from flamewatch.labels.sanitize import label_name
 from flamewatch.pprof import LimitExceeded
 from flamewatch.rpc import connect
+from flamewatch.rpc.auth import grpc_tenant
 from flamewatch.rpc.grpc_server import handled
-from flamewatch.rpc.tenant import tenant_from_metadata
 
 SERVICE = push_pb2.DESCRIPTOR.services_by_name["PusherService"]
 DROPPED_LABELS = frozenset({"__delta__", "__session_id__"})
@@ -82,7 +83,7 @@ def connect_router(push: PushFn, max_body_bytes: int, max_profiles: int = _MAX_P
         return push_pb2.PushResponse()
 
     checks = {"Push": lambda document: check_json_counts(document, max_profiles)}
-    return connect.router(connect.Service(SERVICE, {"Push": handle}, max_body_bytes, checks))
+    return connect.router(connect.Service(SERVICE, Action.WRITE, {"Push": handle}, max_body_bytes, checks))
 
 
 class PusherServicer(push_pb2_grpc.PusherServiceServicer):
@@ -92,7 +93,7 @@ class PusherServicer(push_pb2_grpc.PusherServiceServicer):
     @handled
     async def Push(self, request: push_pb2.PushRequest, context: grpc.aio.ServicerContext):
         series = series_of(request, self._max_profiles)
-        await self._push(tenant_from_metadata(context.invocation_metadata()), series)
+        await self._push(grpc_tenant(context, Action.WRITE), series)
         return push_pb2.PushResponse()
 
 

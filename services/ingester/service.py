@@ -19,6 +19,7 @@ from prometheus_client import Counter
 from pydantic import BaseModel, ConfigDict, Field
 
 from flamewatch.api.flamewatch.v1 import ingest_pb2, ingest_pb2_grpc
+from flamewatch.auth.caller import Action
 from flamewatch.config import IngesterConfig, IngestLimits
 from flamewatch.ingester import pyroscope, pyroscope_ingest
 from flamewatch.ingester.batcher import Batcher
@@ -29,12 +30,12 @@ from flamewatch.ingester.prepare import Prepared, prepare
 from flamewatch.ingester.ratelimit import SeriesLimiter, TenantRateLimiter
 from flamewatch.ingester.writer import BlockWriter
 from flamewatch.pprof import LimitExceeded, decompressed_size_hint, hint_from_file_name
+from flamewatch.rpc.auth import WriteTenant, grpc_tenant
 from flamewatch.rpc.body import read_limited
 from flamewatch.rpc.errors import RateLimited
 from flamewatch.rpc.grpc_server import handled
 from flamewatch.rpc.labelpairs import labels_of_pairs
-from flamewatch.rpc.openapi import ERROR_RESPONSES, TENANT_DESCRIPTION, TENANT_HEADER_SCHEMA
-from flamewatch.rpc.tenant import HEADER, resolve_tenant, tenant_from_metadata
+from flamewatch.rpc.openapi import ERROR_RESPONSES
 from flamewatch.storage.block import BlockEntry
 from flamewatch.storage.index import twin_times
 from flamewatch.storage.objstore import ObjectStore
@@ -173,7 +174,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServiceServicer):
 
     @handled
     async def Push(self, request: ingest_pb2.PushRequest, context: grpc.aio.ServicerContext):
-        tenant = tenant_from_metadata(context.invocation_metadata())
+        tenant = grpc_tenant(context, Action.WRITE)
         series = [(labels_of_pairs(s.labels), [(r.id, r.raw_profile) for r in s.samples])
                   for s in request.series]
         profiles, nbytes = await self._ingester.push(tenant, series)
@@ -210,9 +211,7 @@ _INGEST_OPENAPI = {
                                    "JSON: sample type -> {units, aggregation, display-name, sampled, cumulative}"},
             "prev_profile": {"type": "string", "format": "binary",
                              "description": "sent by old SDKs only; answered 422 (update the SDK)"}}}}}},
-    "parameters": [{"name": "X-Scope-OrgID", "in": "header", "required": False, "description": TENANT_DESCRIPTION,
-                    "schema": TENANT_HEADER_SCHEMA},
-                   *({"name": name, "in": "query", "required": False, "description": text,
+    "parameters": [*({"name": name, "in": "query", "required": False, "description": text,
                       "schema": {"type": "string"}} for name, text in _PYROSCOPE_PARAMETERS)],
 }
 _INGEST_DESCRIPTION = """Two forms share this path.
@@ -235,8 +234,7 @@ def http_router(ingester: Ingester) -> APIRouter:
     @router.post("/ingest", summary="Push one pprof profile, in our form (query parameters are labels) or the "
                  "Pyroscope SDKs' (name=app{k=v})", description=_INGEST_DESCRIPTION, response_model=IngestAnswer,
                  openapi_extra=_INGEST_OPENAPI)
-    async def ingest(request: Request) -> dict:
-        tenant = resolve_tenant(request.headers.get(HEADER))
+    async def ingest(request: Request, tenant: WriteTenant) -> dict:
         body = await _read_body(request, ingester.config.limits.max_compressed_bytes)
         if pyroscope_ingest.is_pyroscope_request(request.query_params):
             profiles, nbytes = await pyroscope_ingest.ingest(ingester.push, tenant, request.query_params,

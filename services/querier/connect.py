@@ -25,6 +25,7 @@ from google.protobuf.message import Message
 from flamewatch.api.google.v1 import profile_pb2
 from flamewatch.api.querier.v1 import querier_pb2
 from flamewatch.api.types.v1 import types_pb2
+from flamewatch.auth.caller import Action
 from flamewatch.labels.selector import Matcher, Query, parse_selector
 from flamewatch.pprof.profile_types import ProfileType
 from flamewatch.querier import api
@@ -290,7 +291,7 @@ def _handler(q: Querier, method: Method) -> connect.Handler:
 
 
 def service(q: Querier) -> connect.Service:
-    return connect.Service(SERVICE, {name: _handler(q, method) for name, method in METHODS.items()})
+    return connect.Service(SERVICE, Action.READ, {name: _handler(q, method) for name, method in METHODS.items()})
 
 
 def router(q: Querier) -> APIRouter:

@@ -13,18 +13,16 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import numpy as np
-from fastapi import APIRouter, Header, Query
+from fastapi import APIRouter, Query
 
 from flamewatch.labels.selector import parse_query
 from flamewatch.pprof.profile_types import ProfileType
 from flamewatch.querier import api, deadline
 from flamewatch.querier.engine import Points, Querier
 from flamewatch.querier.formats.flamegraph import render_flamegraph
-from flamewatch.rpc.openapi import ERROR_RESPONSES, TENANT_DESCRIPTION, TENANT_HEADER_SCHEMA
-from flamewatch.rpc.tenant import resolve_tenant
+from flamewatch.rpc.auth import ReadTenant
+from flamewatch.rpc.openapi import ERROR_RESPONSES
 
-Tenant = Annotated[str | None, Header(alias="X-Scope-OrgID", description=TENANT_DESCRIPTION,
-                                      json_schema_extra=TENANT_HEADER_SCHEMA)]
 MaxNodes = Annotated[int | None, Query(alias="max-nodes", description="nodes to keep")]
 MaxNodesCamel = Annotated[int | None, Query(alias="maxNodes", description="the same as max-nodes")]
 
@@ -39,19 +37,18 @@ def router(q: Querier) -> APIRouter:
 
     @r.get("/render", summary="Pyroscope's render: a merge as flamebearer JSON with its timeline",
            response_model=None)
-    def render(query: str, tenant: Tenant = None, start: Annotated[str | None, Query(alias="from")] = None,
+    def render(query: str, tenant: ReadTenant, start: Annotated[str | None, Query(alias="from")] = None,
                until: str | None = None, max_nodes: MaxNodes = None, max_nodes_camel: MaxNodesCamel = None,
                group_by: Annotated[list[str] | None, Query(alias="groupBy")] = None,
                aggregation: str | None = None) -> dict[str, Any]:
         lo, hi = api.time_range(start, until)
         limit = api.check_max_nodes(max_nodes_camel or max_nodes or None, q.config.default_max_nodes)
         average = _average(aggregation)
-        who = resolve_tenant(tenant)
         step_s = timeline_step_s(lo, hi)
         groups = api.group_by(group_by)
         with deadline.bounded(q.config.query_timeout_s):  # one request, one budget for its two engine calls
-            merged = q.merge(who, query, lo, hi)
-            totals = q.query_range(who, query, lo, hi, step_s * 10**9, groups, average=average)
+            merged = q.merge(tenant, query, lo, hi)
+            totals = q.query_range(tenant, query, lo, hi, step_s * 10**9, groups, average=average)
         body = flamebearer(render_flamegraph(merged.tree, limit), merged.profile_type, "single")
         single = totals.series[0] if len(totals.series) == 1 and not groups else None
         body["timeline"] = timeline(single, lo, hi, step_s)
@@ -61,14 +58,14 @@ def router(q: Querier) -> APIRouter:
 
     @r.get("/render-diff", summary="Pyroscope's render-diff: two merges as one diff flamebearer",
            response_model=None)
-    def render_diff(leftQuery: str, rightQuery: str, tenant: Tenant = None,  # noqa: N803 (Pyroscope's names)
+    def render_diff(leftQuery: str, rightQuery: str, tenant: ReadTenant,  # noqa: N803 (Pyroscope's names)
                     leftFrom: str | None = None, leftUntil: str | None = None,  # noqa: N803
                     rightFrom: str | None = None, rightUntil: str | None = None,  # noqa: N803
                     max_nodes: MaxNodes = None, max_nodes_camel: MaxNodesCamel = None) -> dict[str, Any]:
         left = (leftQuery, *api.time_range(leftFrom, leftUntil))
         right = (rightQuery, *api.time_range(rightFrom, rightUntil))
         limit = api.check_max_nodes(max_nodes_camel or max_nodes or None, q.config.default_max_nodes)
-        diff = api.diff(q, resolve_tenant(tenant), left, right, limit)
+        diff = api.diff(q, tenant, left, right, limit)
         body = flamebearer(diff, ProfileType.parse(parse_query(leftQuery).profile_type or ""), "double")
         body.update(leftTicks=diff["left_ticks"], rightTicks=diff["right_ticks"], timeline=None)
         return body

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Query
+from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
 from flamewatch.pprof.profile_types import ProfileType
@@ -18,11 +18,9 @@ from flamewatch.querier.rest_models import (
     QueryRangeAnswer,
     SeriesAnswer,
 )
-from flamewatch.rpc.openapi import ERROR_RESPONSES, TENANT_DESCRIPTION, TENANT_HEADER_SCHEMA, ErrorBody
-from flamewatch.rpc.tenant import resolve_tenant
+from flamewatch.rpc.auth import ReadTenant
+from flamewatch.rpc.openapi import ERROR_RESPONSES, ErrorBody
 
-Tenant = Annotated[str | None, Header(alias="X-Scope-OrgID", description=TENANT_DESCRIPTION,
-                                      json_schema_extra=TENANT_HEADER_SCHEMA)]
 From = Annotated[str | None, Query(alias="from", description="start: epoch s/ms/ns, RFC 3339 or now-1h")]
 Until = Annotated[str | None, Query(description="end, default now")]
 Match = Annotated[list[str] | None, Query(alias="match[]", description='series selector, e.g. {job="demo"}')]
@@ -52,31 +50,31 @@ def router(q: Querier) -> APIRouter:
     r = APIRouter(prefix="/api/v1", responses={**ERROR_RESPONSES, 504: TIMEOUT_RESPONSE})
 
     @r.get("/profile_types", summary="Profile types with data in the range", **_answers(ProfileTypesAnswer))
-    def profile_types(tenant: Tenant = None, start: From = None, until: Until = None) -> dict:
-        types = q.profile_types(resolve_tenant(tenant), *api.time_range(start, until))
+    def profile_types(tenant: ReadTenant, start: From = None, until: Until = None) -> dict:
+        types = q.profile_types(tenant, *api.time_range(start, until))
         return {"status": "success", "data": [_type_json(t) for t in types]}
 
     @r.get("/labels", summary="Label names of matching series", **_answers(NamesAnswer))
-    def labels(tenant: Tenant = None, match: Match = None, start: From = None, until: Until = None) -> dict:
-        names = q.label_names(resolve_tenant(tenant), match or [], *api.time_range(start, until))
+    def labels(tenant: ReadTenant, match: Match = None, start: From = None, until: Until = None) -> dict:
+        names = q.label_names(tenant, match or [], *api.time_range(start, until))
         return {"status": "success", "data": names}
 
     @r.get("/label/{name}/values", summary="Values of one label across matching series", **_answers(NamesAnswer))
-    def label_values(name: str, tenant: Tenant = None, match: Match = None, start: From = None,
+    def label_values(name: str, tenant: ReadTenant, match: Match = None, start: From = None,
                      until: Until = None) -> dict:
-        values = q.label_values(resolve_tenant(tenant), name, match or [], *api.time_range(start, until))
+        values = q.label_values(tenant, name, match or [], *api.time_range(start, until))
         return {"status": "success", "data": values}
 
     @r.get("/series", summary="Label sets of matching series", **_answers(SeriesAnswer))
-    def series(tenant: Tenant = None, match: Match = None, start: From = None, until: Until = None) -> dict:
-        found = q.series(resolve_tenant(tenant), match or [], *api.time_range(start, until))
+    def series(tenant: ReadTenant, match: Match = None, start: From = None, until: Until = None) -> dict:
+        found = q.series(tenant, match or [], *api.time_range(start, until))
         return {"status": "success", "data": [s.labels for s in found]}
 
     @r.get("/query_range", summary="Profile totals per step, from the index", **_answers(QueryRangeAnswer))
-    def query_range(query: str, tenant: Tenant = None, start: From = None, until: Until = None,
+    def query_range(query: str, tenant: ReadTenant, start: From = None, until: Until = None,
                     step: str | None = None, group_by: Annotated[list[str] | None, Query()] = None) -> dict:
         lo, hi = api.time_range(start, until)
-        totals = q.query_range(resolve_tenant(tenant), query, lo, hi, api.step_ns(step, lo, hi),
+        totals = q.query_range(tenant, query, lo, hi, api.step_ns(step, lo, hi),
                                api.group_by(group_by))
         return {"series": [{"labels": p.labels,
                             "points": [[t // 10**6, v] for t, v in zip(p.timestamps.tolist(), p.values.tolist())]}
@@ -86,11 +84,11 @@ def router(q: Querier) -> APIRouter:
     @r.get("/query", summary="Merge of all matching profiles (or the one nearest `time`)", response_model=None,
            responses={200: {"model": QueryAnswer, "content": PPROF_BODY,
                             "description": "JSON, or with format=pprof a gzipped pprof profile"}})
-    def query(query: str, tenant: Tenant = None, start: From = None, until: Until = None,
+    def query(query: str, tenant: ReadTenant, start: From = None, until: Until = None,
               time: str | None = None, format: Format = "flamegraph", max_nodes: MaxNodes = None,
               granularity: Granularity = None):
         lo, hi = api.time_range(start, until)
-        rendered = api.query(q, resolve_tenant(tenant), query, lo, hi, api.optional_time(time), format,
+        rendered = api.query(q, tenant, query, lo, hi, api.optional_time(time), format,
                              api.check_max_nodes(max_nodes, q.config.default_max_nodes), granularity or "functions")
         if isinstance(rendered.body, bytes):
             return Response(rendered.body, media_type="application/octet-stream", headers={
@@ -99,12 +97,12 @@ def router(q: Querier) -> APIRouter:
                 format: rendered.body, "partial": rendered.merged.partial, "warnings": list(rendered.merged.warnings)}
 
     @r.get("/diff", summary="Two merges side by side as one diff flamegraph", **_answers(DiffAnswer))
-    def diff(left_query: str, right_query: str, tenant: Tenant = None, left_from: str | None = None,
+    def diff(left_query: str, right_query: str, tenant: ReadTenant, left_from: str | None = None,
              left_until: str | None = None, right_from: str | None = None, right_until: str | None = None,
              max_nodes: MaxNodes = None) -> dict:
         left = (left_query, *api.time_range(left_from, left_until))
         right = (right_query, *api.time_range(right_from, right_until))
-        return {"flamegraph": api.diff(q, resolve_tenant(tenant), left, right,
+        return {"flamegraph": api.diff(q, tenant, left, right,
                                        api.check_max_nodes(max_nodes, q.config.default_max_nodes))}
 
     return r

@@ -11,10 +11,11 @@ import asyncio
 import grpc
 
 from flamewatch.api.flamewatch.v1 import query_pb2, query_pb2_grpc
+from flamewatch.auth.caller import Action
 from flamewatch.querier import api, convert
 from flamewatch.querier.engine import Querier
+from flamewatch.rpc.auth import grpc_tenant
 from flamewatch.rpc.grpc_server import handled
-from flamewatch.rpc.tenant import tenant_from_metadata
 
 
 def _range(r) -> tuple[int, int]:
@@ -31,7 +32,7 @@ class QueryServicer(query_pb2_grpc.QueryServiceServicer):
         self._q = querier
 
     async def _call(self, context, fn, *args):
-        return await asyncio.to_thread(fn, tenant_from_metadata(context.invocation_metadata()), *args)
+        return await asyncio.to_thread(fn, grpc_tenant(context, Action.READ), *args)
 
     @handled
     async def ProfileTypes(self, request, context: grpc.aio.ServicerContext):
@@ -73,7 +74,7 @@ class QueryServicer(query_pb2_grpc.QueryServiceServicer):
             raise ValueError(f"unknown granularity {request.granularity}")
         start, end = _range(request.range)
         max_nodes = api.check_max_nodes(request.max_nodes or None, self._q.config.default_max_nodes)
-        tenant = tenant_from_metadata(context.invocation_metadata())
+        tenant = grpc_tenant(context, Action.READ)
         rendered = await asyncio.to_thread(api.query, self._q, tenant, request.query, start, end,
                                            request.time_ns or None, fmt, max_nodes, granularity)
         field, make = convert.RESULT_FIELDS[fmt]
@@ -86,7 +87,7 @@ class QueryServicer(query_pb2_grpc.QueryServiceServicer):
         left = (request.left_query, *_range(request.left_range))
         right = (request.right_query, *_range(request.right_range))
         max_nodes = api.check_max_nodes(request.max_nodes or None, self._q.config.default_max_nodes)
-        tenant = tenant_from_metadata(context.invocation_metadata())
+        tenant = grpc_tenant(context, Action.READ)
         body = await asyncio.to_thread(api.diff, self._q, tenant, left, right, max_nodes)
         return query_pb2.DiffResponse(flamegraph=convert.diff(body))
 

@@ -8,6 +8,7 @@ import numpy as np
 
 from flamewatch.api.flamewatch.v1 import symbolizer_pb2 as pb
 from flamewatch.api.flamewatch.v1 import symbolizer_pb2_grpc
+from flamewatch.rpc.auth import grpc_admin
 from flamewatch.rpc.grpc_server import handled
 from flamewatch.symbolizer.symbolizer import FAILED, NOT_FOUND, OK, ObjectRequest, ObjectResult, Symbolizer
 
@@ -21,6 +22,7 @@ class SymbolizerServicer(symbolizer_pb2_grpc.SymbolizerServiceServicer):
 
     @handled
     async def Symbolize(self, request, context):
+        grpc_admin("symbolize")  # debug information is shared by every tenant
         requests = [ObjectRequest(o.build_id, o.file_name, np.array(o.file_offsets, np.uint64))
                     for o in request.objects]
         results = await asyncio.to_thread(self._s.symbolize, requests)
@@ -28,6 +30,7 @@ class SymbolizerServicer(symbolizer_pb2_grpc.SymbolizerServiceServicer):
 
     @handled
     async def UploadDebuginfo(self, request_iterator, context):
+        grpc_admin("upload debug information")
         build_id, file_name, parts, size = "", "", [], 0
         async for chunk in request_iterator:
             if not parts:
@@ -42,6 +45,7 @@ class SymbolizerServicer(symbolizer_pb2_grpc.SymbolizerServiceServicer):
 
     @handled
     async def DebuginfoExists(self, request, context):
+        grpc_admin("look up debug information")
         exists, source = await asyncio.to_thread(self._s.exists, request.build_id)
         return pb.DebuginfoExistsResponse(exists=exists, source=source)
 

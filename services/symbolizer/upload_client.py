@@ -14,6 +14,7 @@ import grpc
 
 from flamewatch.api.flamewatch.v1 import symbolizer_pb2 as pb
 from flamewatch.api.flamewatch.v1 import symbolizer_pb2_grpc
+from flamewatch.rpc.channels import grpc_blocking_channel
 from flamewatch.symbolizer.elf import read_elf
 from flamewatch.symbolizer.errors import BuildIdMismatch, DebuginfoError
 from flamewatch.symbolizer.service import UPLOAD_CHUNK_BYTES
@@ -26,7 +27,7 @@ class DebuginfoUploadError(Exception):
 def upload_debuginfo(files: Sequence[Path], address: str, timeout: float) -> Iterator[str]:
     checked = [(path, data, _build_id(path, data)) for path, data in ((p, _read(p)) for p in files)]
     _check_companions(checked)
-    with grpc.insecure_channel(address) as channel:
+    with grpc_blocking_channel(address) as channel:
         stub = symbolizer_pb2_grpc.SymbolizerServiceStub(channel)
         for path, data, build_id in checked:
             try:

@@ -18,6 +18,7 @@ import pytest
 from flamewatch.api.push.v1 import push_pb2
 from flamewatch.api.querier.v1 import querier_pb2
 from flamewatch.api.types.v1 import types_pb2
+from flamewatch.auth.caller import Action
 from flamewatch.labels.selector import parse_selector
 from flamewatch.rpc import connect
 from flamewatch.rpc.http import build_app
@@ -71,9 +72,9 @@ class Client:
 @pytest.fixture
 def served() -> tuple[Client, Recorder]:
     r = Recorder()
-    querier = connect.Service(QUERIER, {"LabelNames": r.label_names, "LabelValues": r.label_values,
+    querier = connect.Service(QUERIER, Action.READ, {"LabelNames": r.label_names, "LabelValues": r.label_values,
                                         "Series": r.series, "ProfileTypes": r.profile_types}, LIMIT)
-    pusher = connect.Service(PUSHER, {"Push": r.push}, LIMIT)
+    pusher = connect.Service(PUSHER, Action.WRITE, {"Push": r.push}, LIMIT)
     return Client(build_app([connect.router(querier), connect.router(pusher)], ready=lambda: [])), r
 
 
@@ -226,4 +227,4 @@ def test_a_bug_is_internal_500(served):
 
 def test_a_table_naming_methods_the_service_lacks_is_refused():
     with pytest.raises(ValueError, match=r"querier.v1.QuerierService has no methods \['Push'\]"):
-        connect.Service(QUERIER, {"Push": Recorder().push})
+        connect.Service(QUERIER, Action.READ, {"Push": Recorder().push})

@@ -22,9 +22,10 @@ def test_heap_tracking_is_off_unless_asked(command):
 
 @pytest.mark.parametrize("heap", [False, True])
 def test_the_built_in_self_scrape_asks_for_the_heap_only_when_it_is_tracked(heap):
-    config = parse_config(SELF_SCRAPE.format(address="127.0.0.1:8080", heap=str(heap).lower()), "built-in")
+    config = parse_config(SELF_SCRAPE.format(address="127.0.0.1:8080", heap=str(heap).lower(), auth=""), "built-in")
     endpoints = config.scrape_configs[0].profiling_config.endpoints()
     assert sorted(endpoints) == (["memory", "process_cpu"] if heap else ["process_cpu"])
+    assert config.scrape_configs[0].authorization is None
 
 
 def test_make_run_does_not_scrape_a_heap_flamewatch_does_not_track():

@@ -2,7 +2,7 @@
 
 import pytest
 
-from flamewatch.rpc.tenant import DEFAULT_TENANT, resolve_tenant, tenant_from_metadata
+from flamewatch.rpc.tenant import DEFAULT_TENANT, resolve_tenant
 
 RULE = 'use 1-64 characters of letters, digits, "_", "." or "-"'
 
@@ -22,8 +22,3 @@ def test_invalid_tenants_name_the_rule(value):
     with pytest.raises(ValueError) as caught:
         resolve_tenant(value)
     assert str(caught.value) == f'invalid tenant "{value}": {RULE}'
-
-
-def test_metadata_key_is_case_insensitive():
-    assert tenant_from_metadata([("X-Scope-OrgID", "t1")]) == "t1"
-    assert tenant_from_metadata([("other", "x")]) == DEFAULT_TENANT

@@ -418,20 +418,28 @@ def _browsable(address: str) -> str:
     return f"{'localhost' if host in ('', '0.0.0.0', '::', '[::]') else host}:{port}"
 
 
-def run_all(args: argparse.Namespace) -> int:
-    from flamewatch.collector.service import Collector
+def routers_of_all(ingester, querier, collector, ui_dir: Path | None = DEFAULT_UI_DIR) -> list:
+    """The HTTP routers `flamewatch all` serves (besides /metrics, /debug/pprof and the probes every
+    process has); the routes' tests build them from here, so a router added here is checked there."""
     from flamewatch.collector.service import http_router as collector_router
-    from flamewatch.collector.service import register_grpc as register_collector
     from flamewatch.frontend.service import ui_router
-    from flamewatch.ingester.service import Ingester
     from flamewatch.ingester.service import http_router as ingest_router
-    from flamewatch.ingester.service import register_grpc as register_ingest
-    from flamewatch.querier.blocks import BlockCache
     from flamewatch.querier.connect import router as query_connect_router
-    from flamewatch.querier.engine import Querier
-    from flamewatch.querier.paths import PathIndex
     from flamewatch.querier.pyroscope_render import router as render_router
     from flamewatch.querier.rest import router as query_router
+
+    return [ingest_router(ingester), query_router(querier), query_connect_router(querier), render_router(querier),
+            collector_router(collector), ui_router(ui_dir)]
+
+
+def run_all(args: argparse.Namespace) -> int:
+    from flamewatch.collector.service import Collector
+    from flamewatch.collector.service import register_grpc as register_collector
+    from flamewatch.ingester.service import Ingester
+    from flamewatch.ingester.service import register_grpc as register_ingest
+    from flamewatch.querier.blocks import BlockCache
+    from flamewatch.querier.engine import Querier
+    from flamewatch.querier.paths import PathIndex
     from flamewatch.querier.service import register_grpc as register_query
     from flamewatch.scrapeconfig import parse_config
 
@@ -470,8 +478,7 @@ def run_all(args: argparse.Namespace) -> int:
             register_collector(collector)(server)
             register_symbolizer(server)
 
-        routers = [ingest_router(ingester), query_router(querier), query_connect_router(querier),
-                   render_router(querier), collector_router(collector), ui_router(DEFAULT_UI_DIR)]
+        routers = routers_of_all(ingester, querier, collector)
         # The collector stops while the servers still run, so what it has queued reaches the ingester.
         await _serve(args, listeners, routers, register, before_stop=collector.stop,
                      ready=storage_readiness(store, db, local_disks(storage_config(args))),

@@ -92,8 +92,8 @@ class PusherServicer(push_pb2_grpc.PusherServiceServicer):
 
     @handled
     async def Push(self, request: push_pb2.PushRequest, context: grpc.aio.ServicerContext):
-        series = series_of(request, self._max_profiles)
-        await self._push(grpc_tenant(context, Action.WRITE), series)
+        tenant = grpc_tenant(context, Action.WRITE)  # first: a caller who may not write learns nothing else
+        await self._push(tenant, series_of(request, self._max_profiles))
         return push_pb2.PushResponse()
 
 

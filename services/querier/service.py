@@ -34,6 +34,7 @@ class QueryServicer(query_pb2_grpc.QueryServiceServicer):
     async def _call(self, context, fn, *args):
         return await asyncio.to_thread(fn, grpc_tenant(context, Action.READ), *args)
 
+
     @handled
     async def ProfileTypes(self, request, context: grpc.aio.ServicerContext):
         types = await self._call(context, self._q.profile_types, *_range(request.range))
@@ -66,6 +67,7 @@ class QueryServicer(query_pb2_grpc.QueryServiceServicer):
 
     @handled
     async def Query(self, request, context):
+        tenant = grpc_tenant(context, Action.READ)  # first: a caller who may not read learns nothing else
         fmt = convert.FORMAT_NAMES.get(request.format)
         if fmt is None:
             raise ValueError(f"unknown format {request.format}")
@@ -74,7 +76,6 @@ class QueryServicer(query_pb2_grpc.QueryServiceServicer):
             raise ValueError(f"unknown granularity {request.granularity}")
         start, end = _range(request.range)
         max_nodes = api.check_max_nodes(request.max_nodes or None, self._q.config.default_max_nodes)
-        tenant = grpc_tenant(context, Action.READ)
         rendered = await asyncio.to_thread(api.query, self._q, tenant, request.query, start, end,
                                            request.time_ns or None, fmt, max_nodes, granularity)
         field, make = convert.RESULT_FIELDS[fmt]
@@ -84,10 +85,10 @@ class QueryServicer(query_pb2_grpc.QueryServiceServicer):
 
     @handled
     async def Diff(self, request, context):
+        tenant = grpc_tenant(context, Action.READ)
         left = (request.left_query, *_range(request.left_range))
         right = (request.right_query, *_range(request.right_range))
         max_nodes = api.check_max_nodes(request.max_nodes or None, self._q.config.default_max_nodes)
-        tenant = grpc_tenant(context, Action.READ)
         body = await asyncio.to_thread(api.diff, self._q, tenant, left, right, max_nodes)
         return query_pb2.DiffResponse(flamegraph=convert.diff(body))
 

@@ -5,6 +5,7 @@ them; their objects are never called, so none needs storage."""
 import httpx
 import pytest
 
+from flamewatch.cli import routers_of_all
 from flamewatch.collector.service import http_router as collector_router
 from flamewatch.config import IngesterConfig, QuerierConfig
 from flamewatch.frontend.service import api_proxy_router, collector_proxy_router, ui_router
@@ -27,6 +28,7 @@ def _routers() -> dict[str, list]:
     querier = _Querier()
     client = httpx.AsyncClient()
     return {
+        "all": routers_of_all(ingester, querier, object(), ui_dir=None),
         "ingester": [ingest_router(ingester)],
         "querier": [query_router(querier), query_connect_router(querier), render_router(querier)],
         "collector": [collector_router(object())],

@@ -14,11 +14,12 @@ caches) and, for `--minutes`, keeps it busy the way a small fleet and its users 
   over the last 30 minutes grouped by instance, the label values of `instance`, and the series list;
 - and what `flamewatch all` does by itself: scraping its own /debug/pprof, flushing, compacting.
 
-Every `--every` seconds it reads the resident memory (RSS) of the Flamewatch process and, separately,
-of the embedded Postgres (postmaster and backends, RSS summed and PSS, which counts shared buffers
-once). It prints a row per minute (the largest reading in that minute) and whether memory levelled
-off: the largest reading of the last third of the run against the largest of the middle third (the
-first third is warm-up: caches filling). Growth in the last third beyond `--tolerance` (5 %) is
+Every `--every` seconds it reads the resident memory (RSS) of the Flamewatch process with where it is
+(`flamewatch_memory_bytes`: malloc in use and free, pyarrow's pool) and, separately, of the embedded
+Postgres (postmaster and backends, RSS summed and PSS, which counts shared buffers once). It prints a
+row per minute and whether memory levelled off: the last third of the run against the middle third
+(the first third is warm-up: caches filling), by the median reading (the level memory returns to) and
+by the largest (compaction's passing peaks). Growth in the last third beyond `--tolerance` (5 %) is
 reported as growth. Writes `bench/results/<UTC time>-soak.md` and `.json` with the load average.
 
 `--env NAME=VALUE` (repeatable) is passed to the Flamewatch process, e.g. to compare allocator settings.
@@ -59,6 +60,9 @@ class Reading:
     threads: int
     cache_bytes: int  # the querier's block cache, as it counts itself (/metrics)
     paths: int  # function paths the querier has numbered
+    malloc_in_use: int = 0  # glibc's malloc: bytes in use (flamewatch_memory_bytes)
+    malloc_free: int = 0  # glibc's malloc: freed but kept
+    arrow_pool: int = 0  # pyarrow's pool
 
     @property
     def beyond_cache(self) -> int:
@@ -79,13 +83,17 @@ class Counts:
             self.errors.append(what)
 
 
+MEMORY_GAUGES = {field: f'flamewatch_memory_bytes{{holder="{field}"}}'
+                 for field in ("malloc_in_use", "malloc_free", "arrow_pool")}
+
+
 def gauges(node: allinone.AllInOne) -> dict[str, float]:
     """The querier's cache gauges from /metrics (0 when it does not answer)."""
     try:
         text = httpx.get(f"{node.url}/metrics", timeout=10).text
     except httpx.HTTPError:
         return {}
-    wanted = ("flamewatch_querier_block_cache_bytes", "flamewatch_querier_paths")
+    wanted = ("flamewatch_querier_block_cache_bytes", "flamewatch_querier_paths", *MEMORY_GAUGES.values())
     return {name: float(value) for name, _, value in (line.partition(" ") for line in text.splitlines())
             if name in wanted}
 
@@ -102,7 +110,8 @@ def read(node: allinone.AllInOne, began: float) -> Reading:
     found = gauges(node)
     return Reading(time.monotonic() - began, rss_bytes(node.process.pid), pg_rss, pg_pss, threads,
                    int(found.get("flamewatch_querier_block_cache_bytes", 0)),
-                   int(found.get("flamewatch_querier_paths", 0)))
+                   int(found.get("flamewatch_querier_paths", 0)),
+                   **{field: int(found.get(name, 0)) for field, name in MEMORY_GAUGES.items()})
 
 
 # ------------------------------------------------------------------------------------- load
@@ -218,35 +227,44 @@ def sample(node: allinone.AllInOne, every: float, began: float, readings: list[R
 
 
 def per_minute(readings: list[Reading]) -> str:
-    lines = ["| minute | flamewatch RSS MiB | block cache MiB | RSS beyond the cache MiB | paths | Postgres RSS MiB | "
-             "Postgres PSS MiB | threads |", "|---|---|---|---|---|---|---|---|"]
+    """The largest reading of each minute, and the middle one (median) of the RSS, which compaction's
+    passing peaks leave out."""
+    lines = ["| minute | flamewatch RSS MiB, max | RSS, median | block cache MiB | RSS beyond the cache MiB | "
+             "malloc in use | malloc free | arrow pool | paths | Postgres RSS MiB | Postgres PSS MiB | threads |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     minutes = int(readings[-1].at // 60) + 1
     for m in range(minutes):
         inside = [r for r in readings if m * 60 <= r.at < (m + 1) * 60]
         if inside:
             lines.append(f"| {m + 1} | {max(r.flamewatch_rss for r in inside) / MiB:.0f} | "
+                         f"{statistics.median(r.flamewatch_rss for r in inside) / MiB:.0f} | "
                          f"{max(r.cache_bytes for r in inside) / MiB:.0f} | "
-                         f"{max(r.beyond_cache for r in inside) / MiB:.0f} | {max(r.paths for r in inside)} | "
+                         f"{max(r.beyond_cache for r in inside) / MiB:.0f} | "
+                         f"{max(r.malloc_in_use for r in inside) / MiB:.0f} | "
+                         f"{max(r.malloc_free for r in inside) / MiB:.0f} | "
+                         f"{max(r.arrow_pool for r in inside) / MiB:.0f} | {max(r.paths for r in inside)} | "
                          f"{max(r.postgres_rss for r in inside) / MiB:.0f} | "
                          f"{max(r.postgres_pss for r in inside) / MiB:.0f} | {max(r.threads for r in inside)} |")
     return "\n".join(lines)
 
 
-def levelling(readings: list[Reading], attr: str, tolerance: float) -> tuple[float, float, bool]:
-    """(largest in the middle third, largest in the last third, levelled off?), in MiB."""
+def levelling(readings: list[Reading], attr: str, tolerance: float, of=max) -> tuple[float, float, bool]:
+    """(`of` the middle third, `of` the last third, levelled off?), in MiB: `of` is max (the peaks) or
+    statistics.median (the level memory returns to between compaction's peaks)."""
     third = readings[-1].at / 3
-    middle = max(getattr(r, attr) for r in readings if third <= r.at < 2 * third) / MiB
-    last = max(getattr(r, attr) for r in readings if r.at >= 2 * third) / MiB
+    middle = of([getattr(r, attr) for r in readings if third <= r.at < 2 * third]) / MiB
+    last = of([getattr(r, attr) for r in readings if r.at >= 2 * third]) / MiB
     return middle, last, last <= middle * (1 + tolerance)
 
 
 def verdicts(readings: list[Reading], tolerance: float) -> str:
-    lines = ["| process | max, middle third | max, last third | levelled off? |", "|---|---|---|---|"]
+    lines = ["| process | measure | middle third | last third | levelled off? |", "|---|---|---|---|---|"]
     for name, attr in (("flamewatch (RSS)", "flamewatch_rss"), ("flamewatch beyond its block cache (RSS - cache)",
                                                                 "beyond_cache"), ("Postgres (PSS)", "postgres_pss")):
-        middle, last, ok = levelling(readings, attr, tolerance)
-        lines.append(f"| {name} | {middle:.0f} MiB | {last:.0f} MiB | "
-                     f"{'yes' if ok else f'NO: +{last - middle:.0f} MiB ({100 * (last / middle - 1):.0f} %)'} |")
+        for measure, of in (("median", statistics.median), ("max", max)):
+            middle, last, ok = levelling(readings, attr, tolerance, of)
+            lines.append(f"| {name} | {measure} | {middle:.0f} MiB | {last:.0f} MiB | "
+                         f"{'yes' if ok else f'NO: +{last - middle:.0f} MiB ({100 * (last / middle - 1):.0f} %)'} |")
     return "\n".join(lines)
 
 

@@ -13,6 +13,10 @@ of arrays left 976 MB resident, 58 MB once the pool released what it held unused
 when pyarrow is imported (this module never imports it).
 
 On a C library without `malloc_trim` (musl, macOS) glibc's part does nothing.
+
+`register_gauges` exports where the memory is, for a process whose resident size grows: malloc's bytes
+in use and free but kept (glibc's `mallinfo2`) and pyarrow's pool. The rest of the resident size is
+Python's own small-object arenas, thread stacks and the code of the process and its libraries.
 """
 
 from __future__ import annotations
@@ -49,6 +53,49 @@ def release_free_memory() -> bool:
         arrow.default_memory_pool().release_unused()
     trim = _malloc_trim()
     return bool(trim(0)) if trim is not None else False
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                                      "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+
+@functools.cache
+def _mallinfo2():
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    except OSError:
+        return None
+    info = getattr(libc, "mallinfo2", None)  # glibc 2.33 and later
+    if info is not None:
+        info.argtypes, info.restype = [], _MallInfo2
+    return info
+
+
+def malloc_bytes() -> tuple[int, int]:
+    """(in use, free but kept) by glibc's malloc, mmapped chunks counted as in use; (0, 0) without glibc."""
+    info = _mallinfo2()
+    if info is None:
+        return 0, 0
+    m = info()
+    return m.uordblks + m.hblkhd, m.fordblks
+
+
+@functools.cache  # once per process: a metric can be registered only once
+def register_gauges() -> None:
+    """Gauges of where this process's memory is (evaluated when /metrics is read)."""
+    from prometheus_client import Gauge
+
+    kinds = Gauge("flamewatch_memory_bytes", "Memory by who holds it: malloc in use, malloc free but kept, "
+                  "pyarrow's pool", ["holder"])
+    kinds.labels("malloc_in_use").set_function(lambda: malloc_bytes()[0])
+    kinds.labels("malloc_free").set_function(lambda: malloc_bytes()[1])
+    kinds.labels("arrow_pool").set_function(_arrow_bytes)
+
+
+def _arrow_bytes() -> int:
+    arrow = sys.modules.get("pyarrow")
+    return arrow.default_memory_pool().bytes_allocated() if arrow is not None else 0
 
 
 async def release_periodically(interval_s: float = RELEASE_INTERVAL_S) -> None:

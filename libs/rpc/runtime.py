@@ -14,7 +14,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from flamewatch.rpc.listen import Listeners
-from flamewatch.rpc.memory import release_periodically
+from flamewatch.rpc.memory import register_gauges, release_periodically
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +25,7 @@ async def serve(listeners: Listeners, app: FastAPI, register_grpc,
 
     `ready_message` is logged once both servers answer. What the process opened before (storage,
     services) is the caller's to close after this returns."""
+    register_gauges()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -23,6 +23,7 @@ import httpx
 import psycopg
 from infra.minio import MinioServer
 from infra.ports import free_port
+from infra.waiting import answers, wait_for
 
 from flamewatch.api.flamewatch.v1 import ingest_pb2_grpc, query_pb2_grpc
 
@@ -289,6 +290,24 @@ def running(cluster: Cluster) -> Iterator[Cluster]:
         codes = cluster.stop()
     unclean = {name: code for name, code in codes.items() if code not in (0, None)}
     assert not unclean, f"services did not exit cleanly on SIGTERM: {unclean}\n{cluster.logs_since({})}"
+
+
+@contextlib.contextmanager
+def running_frontend(querier_url: str, workdir: Path, *flags: str) -> Iterator[str]:
+    """`flamewatch frontend` in front of a querier on a free port (no UI build); its URL while it runs,
+    and on leaving it must exit 0 on SIGTERM."""
+    url = f"http://127.0.0.1:{free_port()}"
+    log = workdir / "frontend.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen([str(FLAMEWATCH), "frontend", "--http-address", url.removeprefix("http://"),
+                                    "--querier.url", querier_url, "--ui.dir", str(workdir / "no-ui"), *flags],
+                                   stdout=out, stderr=subprocess.STDOUT)
+    try:
+        wait_for(lambda: answers(f"{url}/readyz"), 30, "the frontend to be ready", log)
+        yield url
+    finally:
+        process.terminate()
+        assert process.wait(30) == 0, log.read_text()
 
 
 def _http_client(headers: dict[str, str] | None = None) -> httpx.Client:

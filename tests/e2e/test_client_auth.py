@@ -7,6 +7,7 @@ that read a web configuration file (`--web.config.file`, tests/e2e/credentials.p
 - Grafana's Pyroscope datasource calls (tests/targets/grafanaclient) with basic auth and with a bearer
   token, reading with read-only credentials that are refused when they write.
 - An OTLP exporter (tests/targets/otlpsender) with an `authorization` header, over gRPC and HTTP.
+- The UI's API calls through `flamewatch frontend`, which passes the browser's credential on to the querier.
 
 Profiles land in the credential's tenant (or the one `X-Scope-OrgID` chooses among those it may use);
 a wrong secret or no credential is refused, nothing is stored, and the refusal is counted in /metrics.
@@ -22,9 +23,10 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from e2e.calls import CPU, rest, settled
-from e2e.cluster import Cluster, Storage, running
+from e2e.cluster import Cluster, Storage, running, running_frontend
 from e2e.credentials import ADMIN, ALICE, CI, EVERYONE, GRAFANA, VIEWER, refusals, write_web_config
 from e2e.grafana import GrafanaClient
 from infra import gotargets
@@ -37,6 +39,7 @@ PYTHON_SDK = Path(__file__).resolve().parents[1] / "targets" / "pyroscope_python
 PYTHON_SDK_FUNCTION = "flamewatch_sdk_hot_loop"
 GO_SDK_RUN_S = 2
 OTLP_TYPE = "process_cpu:samples:count:cpu:nanoseconds"
+CHALLENGE = 'Basic realm="flamewatch", charset="UTF-8"'
 NO_CREDENTIALS = "credentials required: send basic auth or a bearer token (Authorization header)"
 
 
@@ -231,6 +234,35 @@ def test_grafanas_read_only_credentials_may_not_write(secured: Cluster, go_profi
     assert push.status_code == 403 and push.json()["code"] == "permission_denied", push.text
     settled(secured)
     assert tenants_holding(secured, app) == []
+
+
+# ------------------------------------------------------------------------------------ the UI's API
+
+
+@pytest.fixture(scope="module")
+def frontend(secured: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`flamewatch frontend` in front of the querier, behind the same web configuration."""
+    with running_frontend(secured.querier_url, tmp_path_factory.mktemp("frontend"), *secured.querier.flags) as url:
+        yield url
+
+
+@pytest.mark.parametrize("credential", [ALICE, VIEWER], ids=["basic", "bearer"])
+def test_the_frontend_passes_the_users_credential_on_to_the_querier(secured: Cluster, frontend: str,
+                                                                   grafana_data: tuple[int, int], credential):
+    values = f"{frontend}/api/v1/label/service_name/values"
+    mine = secured.http.get(values, params={"from": "now-1h"}, headers=credential.headers())
+    assert mine.status_code == 200 and "grafana-team-a" in mine.json()["data"], mine.text
+    assert "grafana-team-b" not in mine.json()["data"]
+    other = secured.http.get(values, params={"from": "now-1h"}, headers=credential.headers("team-c"))
+    assert other.status_code == 403, other.text
+    assert other.json()["error"].startswith(f"{credential.name} may not read tenant 'team-c'")
+
+
+def test_the_frontend_asks_a_browser_without_credentials_for_a_password(frontend: str):
+    for path in ("/", "/api/v1/profile_types"):
+        r = httpx.get(frontend + path, timeout=30)
+        assert (r.status_code, r.headers["www-authenticate"]) == (401, CHALLENGE), r.text
+        assert r.json() == {"error": NO_CREDENTIALS}
 
 
 # ------------------------------------------------------------------------------------------ OTLP

@@ -10,7 +10,7 @@ import httpx
 
 from flamewatch.clientconfig import ssl_context
 from flamewatch.labels.labelset import parse_label_args
-from flamewatch.rpc.channels import http_headers, identity
+from flamewatch.rpc.channels import CREDENTIAL_HINT, http_headers, identity
 
 # Sent with each file; the server takes a hint for the profile's name from it (`flamewatch.pprof.naming`).
 FILE_NAME_HEADER = "X-Flamewatch-File-Name"
@@ -52,8 +52,10 @@ def _upload_one(client: httpx.Client, path: Path, labels: dict, tenant: str | No
         raise UploadError(f"{path}: {where} has no /ingest endpoint (404): --url should be the base URL of an "
                           "ingester or of flamewatch all, e.g. http://127.0.0.1:4100")
     if response.status_code == 401:
-        raise UploadError(f"{path}: {client.base_url} asks for credentials (401): {_message(response)}; give "
-                          "--token or --basic-auth (or FLAMEWATCH_TOKEN, FLAMEWATCH_BASIC_AUTH)")
+        raise UploadError(f"{path}: {client.base_url} asks for credentials (401): {_message(response)}; "
+                          f"{CREDENTIAL_HINT}")
+    if response.status_code == 403:
+        raise UploadError(f"{path}: {client.base_url} refused this credential (403): {_message(response)}")
     if response.status_code != 200:
         raise UploadError(f"{path}: refused ({response.status_code}): {_message(response)}")
     result = response.json()

@@ -17,6 +17,9 @@ import grpc
 
 from flamewatch.clientconfig import TLSConfig
 
+# What a command that takes the client flags (`upload`, `debuginfo upload`) tells a user a server refused.
+CREDENTIAL_HINT = "give --token or --basic-auth (or FLAMEWATCH_TOKEN, FLAMEWATCH_BASIC_AUTH)"
+
 
 @dataclass(frozen=True)
 class ClientIdentity:

@@ -14,7 +14,7 @@ import grpc
 
 from flamewatch.api.flamewatch.v1 import symbolizer_pb2 as pb
 from flamewatch.api.flamewatch.v1 import symbolizer_pb2_grpc
-from flamewatch.rpc.channels import grpc_blocking_channel
+from flamewatch.rpc.channels import CREDENTIAL_HINT, grpc_blocking_channel
 from flamewatch.symbolizer.elf import read_elf
 from flamewatch.symbolizer.errors import BuildIdMismatch, DebuginfoError
 from flamewatch.symbolizer.service import UPLOAD_CHUNK_BYTES
@@ -33,10 +33,20 @@ def upload_debuginfo(files: Sequence[Path], address: str, timeout: float) -> Ite
             try:
                 done = stub.UploadDebuginfo(_chunks(path, data, build_id), timeout=timeout)
             except grpc.RpcError as exc:
-                verb = "cannot reach" if exc.code() == grpc.StatusCode.UNAVAILABLE else "refused by"
-                raise DebuginfoUploadError(f"{path}: {verb} {address} ({exc.code().name}): {exc.details()}") \
-                    from exc
+                raise DebuginfoUploadError(f"{path}: {_refusal(exc, address)}") from exc
             yield f"{path}: stored as build ID {done.build_id} ({done.size} bytes, {', '.join(done.features)})"
+
+
+def _refusal(exc: grpc.RpcError, address: str) -> str:
+    code = exc.code()
+    said = f"({code.name}): {exc.details()}"
+    if code == grpc.StatusCode.UNAVAILABLE:
+        return f"cannot reach {address} {said}"
+    if code == grpc.StatusCode.UNAUTHENTICATED:
+        return f"{address} asks for credentials {said}; {CREDENTIAL_HINT}"
+    if code == grpc.StatusCode.PERMISSION_DENIED:
+        return f"{address} refused this credential {said}"
+    return f"refused by {address} {said}"
 
 
 def _read(path: Path) -> bytes:

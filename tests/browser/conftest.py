@@ -4,6 +4,7 @@ under .cache/screenshots/ named after it."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 import signal
@@ -104,10 +105,12 @@ def chromium() -> Iterator[object]:
         browser.close()
 
 
-@pytest.fixture
-def page(chromium, request: pytest.FixtureRequest) -> Iterator[object]:
-    """A fresh page; its screenshot is saved whether the test passes or fails, and page errors fail it."""
-    context = chromium.new_context(viewport={"width": 1280, "height": 800}, accept_downloads=True)
+@contextlib.contextmanager
+def open_page(chromium, name: str, **context_options) -> Iterator[object]:
+    """A fresh page in a context of its own (`context_options` as Playwright's `new_context` takes them);
+    its screenshot is saved as `name` whether the test passes or fails, and page errors fail it."""
+    context = chromium.new_context(viewport={"width": 1280, "height": 800}, accept_downloads=True,
+                                   **context_options)
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
@@ -116,9 +119,15 @@ def page(chromium, request: pytest.FixtureRequest) -> Iterator[object]:
         yield page
     finally:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        name = re.sub(r"[^\w.-]+", "_", request.node.name)
+        file_name = re.sub(r"[^\w.-]+", "_", name)
         try:
-            page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=False)
+            page.screenshot(path=str(SCREENSHOTS / f"{file_name}.png"), full_page=False)
         finally:
             context.close()
     assert not errors, f"errors in the page: {errors}"
+
+
+@pytest.fixture
+def page(chromium, request: pytest.FixtureRequest) -> Iterator[object]:
+    with open_page(chromium, request.node.name) as fresh:
+        yield fresh

@@ -8,11 +8,13 @@ rows and list the bucket.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +23,7 @@ import httpx
 import psycopg
 from infra.minio import MinioServer
 from infra.ports import free_port
+from infra.waiting import answers, wait_for
 
 from flamewatch.api.flamewatch.v1 import ingest_pb2_grpc, query_pb2_grpc
 
@@ -137,17 +140,21 @@ class Service:
 class Cluster:
     """An ingester and a querier (and any extra ingesters) on one Postgres database and one bucket."""
 
-    def __init__(self, storage: Storage, workdir: Path, ingester_flags: tuple[str, ...] = ()) -> None:
+    def __init__(self, storage: Storage, workdir: Path, ingester_flags: tuple[str, ...] = (),
+                 flags: tuple[str, ...] = (), headers: dict[str, str] | None = None) -> None:
+        """`flags` go to every service (e.g. `--web.config.file`); `headers` go with every request of the
+        HTTP client (e.g. an admin's Authorization) unless the request gives its own."""
         self.storage = storage
         self.workdir = workdir
         # No compaction unless a test asks for it: the tests count the blocks they wrote.
         self.ingester = Service("ingester", "ingester", storage, workdir / "ingester.log",
                                 ("--flush-interval", str(FLUSH_INTERVAL_S), "--compaction.interval", "0",
-                                 *ingester_flags))
-        self.querier = Service("querier", "querier", storage, workdir / "querier.log")
+                                 *flags, *ingester_flags))
+        self.querier = Service("querier", "querier", storage, workdir / "querier.log", flags)
         self.extra: dict[str, Service] = {}
         self._channels: dict[str, grpc.Channel] = {}
-        self.http = _http_client()
+        self._headers = headers
+        self.http = _http_client(headers)
 
     # ---------------------------------------------------------------------------- processes
 
@@ -177,7 +184,7 @@ class Cluster:
         """Drop pooled connections to a service about to restart, so no request meets a dead socket."""
         self._close_channel(service.grpc_address)
         self.http.close()
-        self.http = _http_client()
+        self.http = _http_client(self._headers)
 
     def add_ingester(self, name: str, *flags: str) -> Service:
         """Start another ingester on the same storage with its own flags; stopped with the cluster."""
@@ -273,8 +280,38 @@ class Cluster:
         return "\n".join(parts)
 
 
-def _http_client() -> httpx.Client:
+@contextlib.contextmanager
+def running(cluster: Cluster) -> Iterator[Cluster]:
+    """The cluster started; on leaving, stopped, failing when a service did not exit cleanly on SIGTERM."""
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        codes = cluster.stop()
+    unclean = {name: code for name, code in codes.items() if code not in (0, None)}
+    assert not unclean, f"services did not exit cleanly on SIGTERM: {unclean}\n{cluster.logs_since({})}"
+
+
+@contextlib.contextmanager
+def running_frontend(querier_url: str, workdir: Path, *flags: str) -> Iterator[str]:
+    """`flamewatch frontend` in front of a querier on a free port (no UI build); its URL while it runs,
+    and on leaving it must exit 0 on SIGTERM."""
+    url = f"http://127.0.0.1:{free_port()}"
+    log = workdir / "frontend.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen([str(FLAMEWATCH), "frontend", "--http-address", url.removeprefix("http://"),
+                                    "--querier.url", querier_url, "--ui.dir", str(workdir / "no-ui"), *flags],
+                                   stdout=out, stderr=subprocess.STDOUT)
+    try:
+        wait_for(lambda: answers(f"{url}/readyz"), 30, "the frontend to be ready", log)
+        yield url
+    finally:
+        process.terminate()
+        assert process.wait(30) == 0, log.read_text()
+
+
+def _http_client(headers: dict[str, str] | None = None) -> httpx.Client:
     """One client for all requests, with keep-alive (a new connection per request costs ~10 ms); error
     answers keep the connection open (test_error_answers_keep_the_connection_open)."""
-    return httpx.Client(timeout=HTTP_TIMEOUT_S)
+    return httpx.Client(timeout=HTTP_TIMEOUT_S, headers=headers)
 

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from e2e.cluster import Cluster, Storage
+from e2e.cluster import Cluster, Storage, running
 from infra import postgres
 from infra.minio import MinioServer
 
@@ -48,14 +48,8 @@ def e2e_storage(_postgres_server: str, minio: MinioServer) -> Iterator[Storage]:
 
 @pytest.fixture(scope="module")
 def cluster(e2e_storage: Storage, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(e2e_storage, tmp_path_factory.mktemp("cluster"))
-    try:
-        c.start()
+    with running(Cluster(e2e_storage, tmp_path_factory.mktemp("cluster"))) as c:
         yield c
-    finally:
-        codes = c.stop()
-    unclean = {name: code for name, code in codes.items() if code not in (0, None)}
-    assert not unclean, f"services did not exit cleanly on SIGTERM: {unclean}\n{c.logs_since({})}"
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -10,13 +10,10 @@ from __future__ import annotations
 
 import http.client
 import json
-import subprocess
 from collections.abc import Iterator
 
 import pytest
-from e2e.cluster import FLAMEWATCH, Cluster
-from infra.ports import free_port
-from infra.waiting import answers, wait_for
+from e2e.cluster import Cluster, running_frontend
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.s3]
 
@@ -41,19 +38,8 @@ ESCAPES = [
 
 @pytest.fixture(scope="module")
 def frontend(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
-    workdir = tmp_path_factory.mktemp("frontend")
-    port = free_port()
-    log = workdir / "frontend.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen([str(FLAMEWATCH), "frontend", "--http-address", f"127.0.0.1:{port}",
-                                    "--querier.url", cluster.querier_url, "--ui.dir", str(workdir / "no-ui")],
-                                   stdout=out, stderr=subprocess.STDOUT)
-    try:
-        wait_for(lambda: answers(f"http://127.0.0.1:{port}/readyz"), 30, "the frontend to be ready", log)
-        yield port
-    finally:
-        process.terminate()
-        assert process.wait(30) == 0, log.read_text()
+    with running_frontend(cluster.querier_url, tmp_path_factory.mktemp("frontend")) as url:
+        yield int(url.rpartition(":")[2])
 
 
 def raw_get(port: int, path: str) -> tuple[int, bytes]:

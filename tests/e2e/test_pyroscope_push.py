@@ -25,7 +25,7 @@ import grpc
 import httpx
 import pytest
 from e2e.calls import CPU, TIMEOUT_S, grpc_error, metadata, rest, settled, stored_state, tenant_header
-from e2e.cluster import FLAMEWATCH, Cluster, Storage
+from e2e.cluster import FLAMEWATCH, Cluster, Storage, running
 from e2e.pushes import WORKLOAD_FUNCTIONS
 from infra.ports import free_port
 from infra.waiting import answers, wait_for
@@ -47,12 +47,8 @@ PROTO = {"Content-Type": "application/proto"}
 def pyro(e2e_storage: Storage, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     c = Cluster(e2e_storage, tmp_path_factory.mktemp("pyroscope"),
                 ingester_flags=("--limits.max-decompressed-bytes", str(MAX_BODY)))
-    try:
-        c.start()
+    with running(c):
         yield c
-    finally:
-        codes = c.stop()
-    assert all(code in (0, None) for code in codes.values()), f"unclean exit: {codes}\n{c.logs_since({})}"
 
 
 def _tenant() -> str:

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import pytest
 from e2e.answers import flamegraph_paths
 from e2e.calls import rest
-from e2e.cluster import Cluster, Storage
+from e2e.cluster import Cluster, Storage, running
 from infra import gotargets
 from infra.waiting import wait_for
 
@@ -41,12 +41,8 @@ SDK_RUN_S = 4
 def sdk_cluster(e2e_storage: Storage, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     c = Cluster(e2e_storage, tmp_path_factory.mktemp("sdk-cluster"),
                 ingester_flags=("--limits.max-compressed-bytes", str(LIMIT)))
-    try:
-        c.start()
+    with running(c):
         yield c
-    finally:
-        codes = c.stop()
-    assert all(code in (0, None) for code in codes.values()), f"unclean exit {codes}\n{c.logs_since({})}"
 
 
 @pytest.fixture(scope="module")

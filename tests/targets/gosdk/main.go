@@ -1,7 +1,8 @@
 // Command gosdk is a program profiled by the Pyroscope Go SDK (github.com/grafana/pyroscope-go): it burns
 // CPU in one named function, allocates memory in another, and waits on a contended mutex and on a
 // channel in two more, while the SDK pushes its CPU, memory, goroutine, mutex and block profiles to a
-// server's /ingest; then it flushes the last profiles and exits.
+// server's /ingest; then it flushes the last profiles and exits. Its credential and tenant are the SDK's
+// own settings (BasicAuthUser and BasicAuthPassword, AuthToken, TenantID), as a user would set them.
 //
 // It prints every SDK error and "sdk errors: N" at the end, and exits 1 when N > 0, so a test learns
 // whether the server accepted every upload.
@@ -33,7 +34,10 @@ func (l *sdkLogger) Errorf(format string, args ...interface{}) {
 func main() {
 	server := flag.String("server", "", "Flamewatch ingester address, e.g. http://127.0.0.1:4100")
 	app := flag.String("app", "gosdk", "application name (becomes service_name)")
-	tenant := flag.String("tenant", "", "tenant, sent as X-Scope-OrgID")
+	tenant := flag.String("tenant", "", "tenant, sent as X-Scope-OrgID (the SDK's TenantID)")
+	user := flag.String("basic-auth-user", "", "the SDK's BasicAuthUser")
+	password := flag.String("basic-auth-password", "", "the SDK's BasicAuthPassword")
+	token := flag.String("auth-token", "", "the SDK's AuthToken, sent as a bearer token")
 	tags := flag.String("tags", "", "static tags, k=v,k2=v2")
 	run := flag.Duration("run", 5*time.Second, "how long to profile")
 	upload := flag.Duration("upload-rate", time.Second, "how often the SDK uploads")
@@ -43,12 +47,15 @@ func main() {
 	runtime.SetBlockProfileRate(1)
 	logger := &sdkLogger{}
 	profiler, err := pyroscope.Start(pyroscope.Config{
-		ApplicationName: *app,
-		ServerAddress:   *server,
-		TenantID:        *tenant,
-		Tags:            parseTags(*tags),
-		UploadRate:      *upload,
-		Logger:          logger,
+		ApplicationName:   *app,
+		ServerAddress:     *server,
+		TenantID:          *tenant,
+		BasicAuthUser:     *user,
+		BasicAuthPassword: *password,
+		AuthToken:         *token,
+		Tags:              parseTags(*tags),
+		UploadRate:        *upload,
+		Logger:            logger,
 		ProfileTypes: []pyroscope.ProfileType{
 			pyroscope.ProfileCPU, pyroscope.ProfileAllocObjects, pyroscope.ProfileAllocSpace,
 			pyroscope.ProfileInuseObjects, pyroscope.ProfileInuseSpace, pyroscope.ProfileGoroutines,

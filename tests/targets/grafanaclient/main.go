@@ -26,7 +26,8 @@ type options struct {
 	step                              float64
 	groupBy, spanIDs, calls           []string
 	profileIDs                        []string
-	aggregation, tenant               string
+	aggregation, tenant, bearerToken  string
+	basicAuth                         string
 	useJSON, sendGzip, tree, exemplar bool
 	timeout                           time.Duration
 }
@@ -54,6 +55,9 @@ func parseOptions() options {
 	flag.BoolVar(&o.sendGzip, "gzip", false, "gzip request bodies")
 	flag.BoolVar(&o.tree, "tree", false, "also ask SelectMergeStacktraces for the tree format")
 	flag.StringVar(&o.tenant, "tenant", "", "X-Scope-OrgID header, as a datasource's custom HTTP header sets it")
+	flag.StringVar(&o.basicAuth, "basic-auth", "", "USER:PASSWORD, as the datasource's Basic authentication sends it")
+	flag.StringVar(&o.bearerToken, "bearer-token", "", "a token sent as Authorization: Bearer, as a datasource's "+
+		"custom Authorization header (or Forward OAuth Identity) sends it")
 	flag.DurationVar(&o.timeout, "timeout", 60*time.Second, "timeout of each call")
 	flag.Parse()
 	o.groupBy, o.spanIDs, o.calls = splitList(groupBy), splitList(spans), splitList(calls)
@@ -108,14 +112,19 @@ func main() {
 	}
 }
 
-// headerTransport adds the datasource's custom headers to every request, as Grafana's HTTP client does.
+// headerTransport adds the datasource's credential and custom headers to every request, as Grafana's
+// HTTP client does: basic auth through Go's SetBasicAuth, then the custom headers, which win.
 type headerTransport struct {
-	headers map[string]string
-	next    http.RoundTripper
+	user, password string
+	headers        map[string]string
+	next           http.RoundTripper
 }
 
 func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(req.Context())
+	if t.user != "" {
+		req.SetBasicAuth(t.user, t.password)
+	}
 	for k, v := range t.headers {
 		req.Header.Set(k, v)
 	}
@@ -127,5 +136,9 @@ func withHeaders(o options) http.RoundTripper {
 	if o.tenant != "" {
 		headers["X-Scope-OrgID"] = o.tenant
 	}
-	return headerTransport{headers: headers, next: http.DefaultTransport}
+	if o.bearerToken != "" {
+		headers["Authorization"] = "Bearer " + o.bearerToken
+	}
+	user, password, _ := strings.Cut(o.basicAuth, ":")
+	return headerTransport{user: user, password: password, headers: headers, next: http.DefaultTransport}
 }

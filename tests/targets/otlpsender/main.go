@@ -47,6 +47,23 @@ type Answer struct {
 	Message        string `json:"message"`
 	Rejected       int64  `json:"rejected"`
 	PartialMessage string `json:"partial_message"`
+	// StatusBody is false when an HTTP error's body was not a google.rpc.Status; Message is then the body,
+	// as the Collector's exporter falls back to the HTTP status and the text it got.
+	StatusBody bool `json:"status_body"`
+}
+
+// headerFlags are the exporter's `headers` setting: sent with every export, as gRPC metadata or HTTP headers.
+type headerFlags map[string]string
+
+func (h headerFlags) String() string { return fmt.Sprint(map[string]string(h)) }
+
+func (h headerFlags) Set(text string) error {
+	name, value, ok := strings.Cut(text, "=")
+	if !ok || name == "" {
+		return fmt.Errorf("expected NAME=VALUE, got %q", text)
+	}
+	h[strings.ToLower(name)] = value
+	return nil
 }
 
 func main() {
@@ -55,16 +72,21 @@ func main() {
 	tenant := flag.String("tenant", "", "X-Scope-OrgID to send; none when empty")
 	timeNs := flag.Uint64("time", uint64(time.Now().UnixNano()), "the profile's time, Unix nanoseconds")
 	badIndex := flag.Bool("bad-index", false, "send a sample whose stack index points outside the dictionary")
+	headers := headerFlags{}
+	flag.Var(headers, "header", "NAME=VALUE sent with the export, e.g. authorization=Bearer ...; repeat for more")
 	flag.Parse()
+	if *tenant != "" {
+		headers["x-scope-orgid"] = *tenant
+	}
 
 	request := buildRequest(strings.ReplaceAll(*transport, "-", "_"), "otlp-"+*transport, *timeNs, *badIndex)
 	var answer Answer
 	var err error
 	switch *transport {
 	case "grpc":
-		answer, err = sendGRPC(*target, *tenant, request)
+		answer, err = sendGRPC(*target, headers, request)
 	case "http-protobuf", "http-json":
-		answer, err = sendHTTP(*target, *tenant, *transport == "http-json", request)
+		answer, err = sendHTTP(*target, headers, *transport == "http-json", request)
 	default:
 		err = fmt.Errorf("unknown transport %q", *transport)
 	}
@@ -152,7 +174,7 @@ func buildRequest(prefix, service string, timeNs uint64, badIndex bool) *collect
 	}
 }
 
-func sendGRPC(address, tenant string, request *collectorpb.ExportProfilesServiceRequest) (Answer, error) {
+func sendGRPC(address string, headers headerFlags, request *collectorpb.ExportProfilesServiceRequest) (Answer, error) {
 	conn, err := grpc.NewClient(address, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return Answer{}, err
@@ -160,8 +182,8 @@ func sendGRPC(address, tenant string, request *collectorpb.ExportProfilesService
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if tenant != "" {
-		ctx = metadata.AppendToOutgoingContext(ctx, "x-scope-orgid", tenant)
+	for name, value := range headers {
+		ctx = metadata.AppendToOutgoingContext(ctx, name, value)
 	}
 	response, err := collectorpb.NewProfilesServiceClient(conn).Export(ctx, request, grpc.UseCompressor("gzip"))
 	if err != nil {
@@ -172,7 +194,7 @@ func sendGRPC(address, tenant string, request *collectorpb.ExportProfilesService
 		PartialMessage: response.GetPartialSuccess().GetErrorMessage()}, nil
 }
 
-func sendHTTP(base, tenant string, asJSON bool, request *collectorpb.ExportProfilesServiceRequest) (Answer, error) {
+func sendHTTP(base string, headers headerFlags, asJSON bool, request *collectorpb.ExportProfilesServiceRequest) (Answer, error) {
 	contentType, body, err := "application/x-protobuf", []byte(nil), error(nil)
 	if asJSON {
 		contentType = "application/json"
@@ -193,8 +215,8 @@ func sendHTTP(base, tenant string, asJSON bool, request *collectorpb.ExportProfi
 	}
 	httpRequest.Header.Set("Content-Type", contentType)
 	httpRequest.Header.Set("Content-Encoding", "gzip")
-	if tenant != "" {
-		httpRequest.Header.Set("X-Scope-OrgID", tenant)
+	for name, value := range headers {
+		httpRequest.Header.Set(name, value)
 	}
 	response, err := (&http.Client{Timeout: 30 * time.Second}).Do(httpRequest)
 	if err != nil {
@@ -212,9 +234,9 @@ func sendHTTP(base, tenant string, asJSON bool, request *collectorpb.ExportProfi
 	if response.StatusCode != http.StatusOK {
 		var st statuspb.Status // OTLP/HTTP answers an error with a google.rpc.Status
 		if err := unmarshal(answerBody, &st); err != nil {
-			return Answer{}, fmt.Errorf("HTTP %d with a body that is not a google.rpc.Status: %v: %q", response.StatusCode, err, answerBody)
+			return Answer{Code: response.StatusCode, Message: string(answerBody)}, nil
 		}
-		return Answer{Code: response.StatusCode, Message: st.GetMessage()}, nil
+		return Answer{Code: response.StatusCode, Message: st.GetMessage(), StatusBody: true}, nil
 	}
 	var exported collectorpb.ExportProfilesServiceResponse
 	if err := unmarshal(answerBody, &exported); err != nil {

@@ -155,7 +155,8 @@ def test_debuginfod_is_asked_once_for_a_missing_build_id_until_the_negative_cach
             found = client.fetch(build_id)
             assert found.data == binary.path.read_bytes() and found.url == server.url
             s = _symbolizer(tmp_path, client)
-            result = s.symbolize(TENANT, [ObjectRequest(build_id, "", np.array([_text_range(binary.path)[1]], np.uint64))])
+            offsets = np.array([_text_range(binary.path)[1]], np.uint64)
+            result = s.symbolize(TENANT, [ObjectRequest(build_id, "", offsets)])
             assert result[0].status == OK
             assert s.exists(TENANT, build_id) == Stored(SHARED, server.url)
         finally:

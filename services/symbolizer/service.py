@@ -18,7 +18,15 @@ from flamewatch.auth.caller import Action
 from flamewatch.rpc.auth import grpc_admin, grpc_tenant
 from flamewatch.rpc.grpc_server import handled
 from flamewatch.symbolizer.store import SHARED
-from flamewatch.symbolizer.symbolizer import FAILED, NOT_FOUND, OK, ObjectRequest, ObjectResult, Symbolizer
+from flamewatch.symbolizer.symbolizer import (
+    FAILED,
+    NOT_FOUND,
+    OK,
+    ObjectRequest,
+    ObjectResult,
+    Symbolizer,
+    checked_upload_names,
+)
 
 _STATUS = {OK: pb.SYMBOLIZE_STATUS_OK, NOT_FOUND: pb.SYMBOLIZE_STATUS_NOT_FOUND, FAILED: pb.SYMBOLIZE_STATUS_FAILED}
 UPLOAD_CHUNK_BYTES = 1 << 20
@@ -42,6 +50,7 @@ class SymbolizerServicer(symbolizer_pb2_grpc.SymbolizerServiceServicer):
         async for chunk in request_iterator:
             if owner is None:  # refused before the rest of the file is read
                 owner, build_id, file_name = _owner(chunk, context), chunk.build_id, chunk.file_name
+                checked_upload_names(file_name, build_id)
             size += len(chunk.data)
             if size > self._max_upload:
                 raise ValueError(f"{file_name or 'the upload'} is larger than the {self._max_upload} bytes allowed")

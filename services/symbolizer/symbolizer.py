@@ -74,9 +74,7 @@ class Symbolizer:
         """Store an ELF file under its owner and build ID; a file without debug information of its own (a
         stripped executable) adds its load segments to a stored `.debug` file, and is stored only if
         nothing is. The names are checked before anything is read or written."""
-        if file_name:
-            index_name(file_name)
-        expected = checked_build_id(expected_build_id) if expected_build_id else ""
+        expected = checked_upload_names(file_name, expected_build_id)
         name = file_name or "the upload"
         info = read_elf(data, name)
         if expected and expected != info.build_id:
@@ -190,6 +188,15 @@ class Symbolizer:
         got = read_elf(data, f"the file {url} served for {build_id}").build_id
         if got != build_id:
             raise BuildIdMismatch(f"{url} served a file with build ID {got} for {build_id}")
+
+
+def checked_upload_names(file_name: str, expected_build_id: str) -> str:
+    """The build ID an upload names, in lower case ("" for none); a ValueError when it or the file name
+    cannot be stored. Called again by the gRPC service on the first chunk, so a bad name is refused
+    before the rest of the file is read."""
+    if file_name:
+        index_name(file_name)
+    return checked_build_id(expected_build_id) if expected_build_id else ""
 
 
 def _checked_request(r: ObjectRequest) -> ObjectRequest:

@@ -78,7 +78,7 @@ def _symbolizer(directory: Path) -> Symbolizer:
 def throughput(data: bytes, n: int, tmp: Path) -> None:
     s = _symbolizer(tmp)
     started = time.perf_counter()
-    done = s.upload(data, "minio")
+    done = s.upload("anonymous", data, "minio")
     upload_s = time.perf_counter() - started
     rows = []
     for label, symbolizer, seed in [("cold (symcache built from DWARF and stored)", s, 1),
@@ -86,7 +86,7 @@ def throughput(data: bytes, n: int, tmp: Path) -> None:
                                     ("new process (symcache read from the store)", _symbolizer(tmp), 3)]:
         offsets = text_offsets(data, n, seed)
         started = time.perf_counter()
-        result = symbolizer.symbolize([ObjectRequest(done.build_id, "", offsets)])[0]
+        result = symbolizer.symbolize("anonymous", [ObjectRequest(done.build_id, "", offsets)])[0]
         seconds = time.perf_counter() - started
         named = sum(1 for frames in result.locations if frames)
         rows.append((label, seconds, n / seconds, named))

@@ -88,11 +88,17 @@ def _debuginfo_parser(sub) -> None:
     up = actions.add_parser("upload", help="upload ELF files with symbols or DWARF to a symbolizer",
                             description="Upload executables, shared libraries or separate .debug files to a "
                             "symbolizer, each stored under its GNU build ID (a .debug file given with its "
-                            "executable, app and app.debug, must have the same build ID).")
+                            "executable, app and app.debug, must have the same build ID). They name the "
+                            "profiles of the credential's tenant only, unless --shared stores them for every "
+                            "tenant.")
     up.add_argument("files", nargs="+", type=Path, help="ELF files, e.g. ./server server.debug")
     up.add("--symbolizer.address", "the symbolizer's (or flamewatch all's) gRPC address",
            dest="symbolizer_address", default="127.0.0.1:4501")
     up.add("--timeout", "seconds to wait for each upload", type=float, default=300.0)
+    up.add("--tenant", "tenant the files belong to, sent as X-Scope-OrgID (default: none, so the server takes "
+           "anonymous, or the credential's first tenant)", default=None)
+    up.add("--shared", "store the files in the shared set, which names every tenant's profiles (the credential "
+           "needs admin)", action="store_true")
     cli.web_cli().client_flags(up)
     up.set_defaults(run=run_debuginfo_upload, log_level="warning", command="debuginfo upload")
 
@@ -118,7 +124,7 @@ def run_debuginfo_upload(args: argparse.Namespace) -> int:
 
     cli.web_cli().use_client_flags(args)
     try:
-        for line in upload_debuginfo(args.files, args.symbolizer_address, args.timeout):
+        for line in upload_debuginfo(args.files, args.symbolizer_address, args.timeout, args.tenant, args.shared):
             print(line)
     except DebuginfoUploadError as exc:
         print(f"flamewatch debuginfo upload: {exc}", file=sys.stderr)

@@ -232,13 +232,13 @@ class Querier:
         if profiles is not None:
             rows = rows.take(np.flatnonzero(_is_one_of(rows, profiles)))
         weights = _gauge_weights(rows) if sel.profile_type.is_gauge else None
-        return self._merged(rows, sel, weights, granularity)
+        return self._merged(tenant, rows, sel, weights, granularity)
 
     @_bounded
     def nearest(self, tenant: str, query: str, time_ns: int, granularity: str = "functions") -> Merged:
         sel = self._select(tenant, query, *_ALL_TIME)
         rows = index.nearest_profile(self.db, [s.id for s in sel.series], time_ns)
-        return self._merged(rows, sel, None, granularity)
+        return self._merged(tenant, rows, sel, None, granularity)
 
     @_bounded
     def pprof(self, tenant: str, query: str, start: int, end: int, time_ns: int | None) -> tuple[Merged, bytes]:
@@ -251,7 +251,7 @@ class Querier:
             rows = index.profile_rows(self.db, [s.id for s in sel.series], start, end)
         weights = _gauge_weights(rows) if sel.profile_type.is_gauge and time_ns is None else None
         r = self._rows(rows, sel, weights)
-        symbols = self.symbolization.for_query() if self.symbolization is not None else None
+        symbols = self.symbolization.for_query(tenant) if self.symbolization is not None else None
         gathered, header, named = gather_rows(self.blocks, r, symbols)
         body = render_pprof(gathered, sel.profile_type, header, named)
         return Merged(sel.profile_type, None, self._profiles(r), tuple(symbols.state.warnings) if symbols else ()), body
@@ -276,9 +276,10 @@ class Querier:
             raise NotFoundError(f'unknown profile type "{q.profile_type}"; stored types are: {listing}')
         return ProfileType.parse(q.profile_type)
 
-    def _merged(self, rows: ProfileRows, sel: Selection, weights: np.ndarray | None, granularity: str) -> Merged:
+    def _merged(self, tenant: str, rows: ProfileRows, sel: Selection, weights: np.ndarray | None,
+                granularity: str) -> Merged:
         r = self._rows(rows, sel, weights)
-        symbols = self.symbolization.for_query() if self.symbolization is not None else None
+        symbols = self.symbolization.for_query(tenant) if self.symbolization is not None else None
         tree = merge_blocks(self.blocks, r.keys, r.block_id, r.row, r.weights, r.filters, r.row_filter, granularity,
                             symbols)
         return Merged(sel.profile_type, tree, self._profiles(r), tuple(symbols.state.warnings) if symbols else ())

@@ -140,7 +140,7 @@ def gather_rows(blocks: BlockCache, r: Rows, symbols: QuerySymbols | None = None
     named = NO_NAMES
     if symbols is not None:
         symbols.prepare([g.block.reader for g in groups])
-        named = Named(*gathered_chains(symbols.symbolization, gathered.symbols))
+        named = Named(*gathered_chains(symbols, gathered.symbols))
     return gathered, _header([(g.block.reader, g.rows) for g in groups]), named
 
 

@@ -6,6 +6,12 @@ Offsets not known yet are looked up in Postgres (`symbolized_frames`), then aske
 one call holding every object of the query (one batch per build ID), and the answers kept in both.
 Debug information uploaded after a profile was stored therefore names it at the next query.
 
+Debug information belongs to tenants, so every answer is the query's tenant's: the symbolizer is asked
+with the tenant named, and each object key, in memory and in Postgres, starts with the tenant
+(`<tenant>/<build ID>`, `<tenant>/name:<file>`), so one tenant's upload never names another's frames.
+Only objects the symbolizer accepts are asked about (`flamewatch.buildid`): a mapping whose build ID is
+not hex of a sane length, or whose file name is no file's, keeps its addresses.
+
 Each block keeps, per answer generation, the function chain of each of its frames (inlined functions
 become frames of their own), so a warm query does no per-address work. Frames that stay addresses (the
 symbolizer cannot be reached, or no debug information names them yet) keep their `[file] 0x…` names,
@@ -24,6 +30,7 @@ from typing import Protocol
 
 import numpy as np
 
+from flamewatch.buildid import is_build_id, is_file_name
 from flamewatch.pprof.wire import expand_ranges
 from flamewatch.storage.block import BlockReader
 from flamewatch.storage.postgres import Database
@@ -55,7 +62,7 @@ class SymbolizerUnavailable(Exception):
 class Symbolizer(Protocol):
     """All the querier needs from a symbolizer."""
 
-    def symbolize(self, objects: list[ObjectAddresses]) -> list[ObjectAnswer]: ...
+    def symbolize(self, tenant: str, objects: list[ObjectAddresses]) -> list[ObjectAnswer]: ...
 
 
 @dataclass(frozen=True, eq=False)
@@ -91,9 +98,11 @@ class _Unresolved:
 
 @dataclass(frozen=True, eq=False)
 class QuerySymbols:
-    """The symbolization step as one query uses it: the shared answers and this query's state."""
+    """The symbolization step as one query uses it: the shared answers, the query's tenant (whose debug
+    information names its frames) and this query's state."""
 
     symbolization: Symbolization
+    tenant: str
     state: QueryState
 
     @property
@@ -101,20 +110,21 @@ class QuerySymbols:
         return self.symbolization.generation
 
     def prepare(self, readers: list[BlockReader]) -> None:
-        self.symbolization.prepare(readers, self.state)
+        self.symbolization.prepare(readers, self.state, self.tenant)
 
     def has_addresses(self, reader: BlockReader) -> bool:
-        return len(_unresolved(reader).frame) > 0
+        return len(_unresolved(reader, self.tenant).frame) > 0
 
     def chains(self, reader: BlockReader) -> BlockChains:
-        return self.symbolization.chains(reader)
+        return self.symbolization.chains(reader, self.tenant)
 
     def note_unnamed(self, readers: list[BlockReader], shown: np.ndarray) -> None:
         """Warn, once per object, about frames of these blocks still shown as addresses among the
         `shown` names (those of the answer): the answer is then partial."""
         shown_names = set(np.asarray(shown, object).tolist())
         objects = sorted({obj for r in {id(r): r for r in readers}.values()
-                          for name, obj in self.symbolization.unnamed(r).items() if name in shown_names})
+                          for name, obj in self.symbolization.unnamed(r, self.tenant).items()
+                          if name in shown_names})
         self.state.warnings.extend(f"frames of {obj} are shown as addresses: no debug information names them "
                                    "(upload it with `flamewatch debuginfo upload`, or serve it over debuginfod)"
                                    for obj in objects)
@@ -136,33 +146,34 @@ class Symbolization:
 
     # --------------------------------------------------------------------------------- per query
 
-    def for_query(self) -> QuerySymbols:
-        return QuerySymbols(self, QueryState())
+    def for_query(self, tenant: str) -> QuerySymbols:
+        return QuerySymbols(self, tenant, QueryState())
 
-    def prepare(self, readers: list[BlockReader], state: QueryState) -> None:
-        """Learn the chains of every unsymbolized frame of these blocks: memory, Postgres, then one
-        symbolizer call. A block all of whose frames are answered is not looked at again."""
+    def prepare(self, readers: list[BlockReader], state: QueryState, tenant: str) -> None:
+        """Learn the chains of every unsymbolized frame of these blocks (all the tenant's): memory,
+        Postgres, then one symbolizer call. A block all of whose frames are answered is not looked at again."""
         epoch = self._epoch  # answers dropped meanwhile leave these blocks unsettled
-        pending = [r for r in {id(r): r for r in readers}.values() if not self._block_settled(r)]
-        wanted = _wanted([_unresolved(r) for r in pending])
+        pending = [r for r in {id(r): r for r in readers}.values() if not self._block_settled(r, tenant)]
+        wanted = _wanted([_unresolved(r, tenant) for r in pending])
         wanted = {k: v for k, v in wanted.items() if not self._settled(k, v[2])}
         if wanted and self._db is not None:
             self._learn(self._from_postgres(wanted), persist=False)
             wanted = {k: v for k, v in wanted.items() if not self._settled(k, v[2])}
-        if wanted and not self._ask(wanted, state):
+        if wanted and not self._ask(wanted, state, tenant):
             return
         with self._lock:
             for r in pending:
-                missing = [self._missing_until[k] for k in set(_unresolved(r).key.tolist()) if k in self._missing_until]
-                r.__dict__["_symbolization_settled"] = (epoch, min(missing, default=float("inf")))
+                keys = set(_unresolved(r, tenant).key.tolist())
+                missing = [self._missing_until[k] for k in keys if k in self._missing_until]
+                r.__dict__["_symbolization_settled"] = (tenant, epoch, min(missing, default=float("inf")))
 
-    def _block_settled(self, reader: BlockReader) -> bool:
-        epoch, until = reader.__dict__.get("_symbolization_settled", (-1, 0.0))
-        return epoch == self._epoch and until > time.monotonic()
+    def _block_settled(self, reader: BlockReader, tenant: str) -> bool:
+        of, epoch, until = reader.__dict__.get("_symbolization_settled", ("", -1, 0.0))
+        return of == tenant and epoch == self._epoch and until > time.monotonic()
 
-    def chains(self, reader: BlockReader) -> BlockChains:
+    def chains(self, reader: BlockReader, tenant: str) -> BlockChains:
         """The block's frames with what is known of them."""
-        un = _unresolved(reader)
+        un = _unresolved(reader, tenant)
         with self._lock:
             ids = np.array([self._known.get((k, o), -1) for k, o in zip(un.key.tolist(), un.offset.tolist())],
                            np.int64)
@@ -177,15 +188,15 @@ class Symbolization:
         named = np.array([bool(c) for c in chains], bool)
         return un.frame[named] if len(un.frame) else un.frame, [c for c in chains if c]
 
-    def unnamed(self, reader: BlockReader) -> dict[str, str]:
+    def unnamed(self, reader: BlockReader, tenant: str) -> dict[str, str]:
         """The names shown for the block's frames that stay addresses (no answer yet, or an answer with no
         function), by function and by line, each with its object (file name and build ID). Kept per
         answer generation, as paths are, so a warm query does no per-address work."""
-        stamp = (self._epoch, self.generation)
+        stamp = (tenant, self._epoch, self.generation)
         cached = reader.__dict__.get("_symbolization_unnamed")
         if cached is not None and cached[0] == stamp:
             return cached[1]
-        un = _unresolved(reader)
+        un = _unresolved(reader, tenant)
         with self._lock:
             ids = [self._known.get((k, o), -1) for k, o in zip(un.key.tolist(), un.offset.tolist())]
             unnamed = np.array([i < 0 or not self._chains[i] for i in ids], bool)
@@ -219,13 +230,14 @@ class Symbolization:
                                   [tuple(tuple(f) for f in r[1]) for r in rows])
         return found
 
-    def _ask(self, wanted: dict, state: QueryState) -> bool:
-        """Ask the symbolizer; False when it could not answer (the query is then partial)."""
+    def _ask(self, wanted: dict, state: QueryState, tenant: str) -> bool:
+        """Ask the symbolizer about the tenant's objects; False when it could not answer (the query is then
+        partial)."""
         keys = list(wanted)
         objects = [ObjectAddresses(wanted[k][0], wanted[k][1], self._not_known(k, wanted[k][2])) for k in keys]
         try:
             self.calls += 1
-            answers = self._symbolizer.symbolize(objects)
+            answers = self._symbolizer.symbolize(tenant, objects)
         except SymbolizerUnavailable as exc:
             log.warning("symbolizer unavailable, answering with addresses: %s", exc)
             state.warnings.append(f"some frames are shown as addresses: the symbolizer is unavailable ({exc})")
@@ -289,15 +301,17 @@ class Symbolization:
 # ------------------------------------------------------------------------------------------ per block
 
 
-def _unresolved(reader: BlockReader) -> _Unresolved:
-    """Frames with no function inside a mapping with a build ID or a file name, with their file offsets."""
+def _unresolved(reader: BlockReader, tenant: str) -> _Unresolved:
+    """Frames with no function inside a mapping with a build ID or a file name, with their file offsets
+    and the tenant's object keys (a block is one tenant's, so the cached one is the one asked for)."""
     cached = reader.__dict__.get("_symbolization_unresolved")
-    if cached is not None:
-        return cached
+    if cached is not None and cached[0] == tenant:
+        return cached[1]
     mp, strings = reader.mappings, reader.strings
     un = _address_frames(reader.frames, _Mappings(mp["memory_start"], mp["memory_limit"], mp["file_offset"],
-                                                  _texts(strings, mp["build_id"]), _texts(strings, mp["filename"])))
-    reader.__dict__["_symbolization_unresolved"] = un
+                                                  _texts(strings, mp["build_id"]), _texts(strings, mp["filename"])),
+                         tenant)
+    reader.__dict__["_symbolization_unresolved"] = (tenant, un)
     return un
 
 
@@ -314,17 +328,16 @@ def _texts(strings: np.ndarray, index: np.ndarray) -> np.ndarray:
     return strings[index].astype(str) if len(index) else np.zeros(0, str)
 
 
-def _address_frames(fr: dict[str, np.ndarray], mp: _Mappings) -> _Unresolved:
+def _address_frames(fr: dict[str, np.ndarray], mp: _Mappings, tenant: str) -> _Unresolved:
     """The frames (rows of a frames table) that hold only an address in an object the symbolizer can be
-    asked about, with that object's key and the address's offset in its file."""
+    asked about, with that object's key for the tenant and the address's offset in its file."""
     frame = np.flatnonzero((fr["function"] < 0) & (fr["mapping"] >= 0))
     m = fr["mapping"][frame]
     address = fr["address"][frame].astype(np.uint64)
     inside = (mp.start[m] <= address) & (address < mp.limit[m]) if len(m) else np.zeros(0, bool)
     frame, m, address = frame[inside], m[inside], address[inside]
-    pseudo = np.array([f.startswith("[") or not f for f in mp.file_name.tolist()], bool)  # [vdso], [vsyscall]
-    keys = np.array([b.lower() if b else ("" if p else "name:" + f.rsplit("/", 1)[-1])
-                     for b, f, p in zip(mp.build_id.tolist(), mp.file_name.tolist(), pseudo.tolist())], object)
+    keys = np.array([_object_key(tenant, b, f) for b, f in zip(mp.build_id.tolist(), mp.file_name.tolist())],
+                    object)  # one step per mapping, not per frame
     usable = keys[m] != "" if len(m) else np.zeros(0, bool)
     frame, m, address = frame[usable], m[usable], address[usable]
     offset = address - mp.start[m] + mp.offset[m]
@@ -332,14 +345,25 @@ def _address_frames(fr: dict[str, np.ndarray], mp: _Mappings) -> _Unresolved:
                        offset.astype(np.uint64))
 
 
-def gathered_chains(symbolization: Symbolization, symbols: Symbols) -> tuple[np.ndarray, list[Chain]]:
+def _object_key(tenant: str, build_id: str, file_name: str) -> str:
+    """The tenant's key of a mapping's object: by build ID, else by file base name; "" when the symbolizer
+    is not to be asked ([vdso], [vsyscall], or a name or build ID it would refuse)."""
+    if build_id:
+        return f"{tenant}/{build_id.lower()}" if is_build_id(build_id) else ""
+    if file_name.startswith("[") or not is_file_name(file_name):
+        return ""
+    return f"{tenant}/name:{file_name.rsplit('/', 1)[-1]}"
+
+
+def gathered_chains(symbols: QuerySymbols, gathered: Symbols) -> tuple[np.ndarray, list[Chain]]:
     """The frames of gathered symbols (see `flamewatch.storage.gather`) that are bare addresses named by
-    what the symbolizer answered, and their chains (innermost first); `prepare` the blocks first."""
-    mp, strings = symbols.mappings, symbols.strings
-    un = _address_frames(symbols.frames, _Mappings(
+    what the symbolizer answered for the query's tenant, and their chains (innermost first); `prepare` the
+    blocks first."""
+    mp, strings = gathered.mappings, gathered.strings
+    un = _address_frames(gathered.frames, _Mappings(
         mp[:, 2].view(np.uint64), mp[:, 3].view(np.uint64), mp[:, 4].view(np.uint64),
-        _texts(strings, mp[:, 1]), _texts(strings, mp[:, 0])))
-    return symbolization.named(un)
+        _texts(strings, mp[:, 1]), _texts(strings, mp[:, 0])), symbols.tenant)
+    return symbols.symbolization.named(un)
 
 
 def _wanted(parts: list[_Unresolved]) -> dict[str, tuple[str, str, np.ndarray]]:

@@ -1,5 +1,9 @@
 """The querier's `Symbolizer` over gRPC (SymbolizerService.Symbolize); any RPC failure is
-`SymbolizerUnavailable`, so a query answers with addresses instead of failing."""
+`SymbolizerUnavailable`, so a query answers with addresses instead of failing.
+
+Each call names the query's tenant in `x-scope-orgid`, so the symbolizer answers from that tenant's
+debug information; the querier's own credential (`rpc.channels`) must be allowed to read every tenant.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from flamewatch.api.flamewatch.v1 import symbolizer_pb2_grpc
 from flamewatch.querier.symbolization import ObjectAddresses, ObjectAnswer, SymbolizerUnavailable
 from flamewatch.rpc.channels import grpc_blocking_channel
 from flamewatch.rpc.listen import GRPC_OPTIONS
+from flamewatch.rpc.tenant import HEADER
 
 
 class GrpcSymbolizer:
@@ -19,12 +24,12 @@ class GrpcSymbolizer:
         self._stub = symbolizer_pb2_grpc.SymbolizerServiceStub(self._channel)
         self._timeout = timeout_s
 
-    def symbolize(self, objects: list[ObjectAddresses]) -> list[ObjectAnswer]:
+    def symbolize(self, tenant: str, objects: list[ObjectAddresses]) -> list[ObjectAnswer]:
         request = pb.SymbolizeRequest(objects=[
             pb.ObjectAddresses(build_id=o.build_id, file_name=o.file_name, file_offsets=o.file_offsets.tolist())
             for o in objects])
         try:
-            response = self._stub.Symbolize(request, timeout=self._timeout)
+            response = self._stub.Symbolize(request, timeout=self._timeout, metadata=((HEADER, tenant),))
         except grpc.RpcError as exc:
             raise SymbolizerUnavailable(f"{self.address}: {exc.code().name}: {exc.details()}") from exc
         return [_answer(o) for o in response.objects]

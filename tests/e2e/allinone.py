@@ -8,12 +8,12 @@ from pathlib import Path
 from e2e.cluster import FLAMEWATCH
 
 
-def start_all(workdir: Path, config: Path, http_port: int, grpc_port: int) -> subprocess.Popen:
+def start_all(workdir: Path, config: Path, http_port: int, grpc_port: int, *flags: str) -> subprocess.Popen:
     with (workdir / "all.log").open("ab") as log:  # the child keeps its own descriptor
         return subprocess.Popen([str(FLAMEWATCH), "all", "--config.file", str(config), "--http-address",
                                  f"127.0.0.1:{http_port}", "--grpc-address", f"127.0.0.1:{grpc_port}",
-                                 "--self-profiling.heap"],  # off by default; the test reads its own heap
-                                cwd=workdir, stdout=log, stderr=subprocess.STDOUT)
+                                 "--self-profiling.heap",  # off by default; the test reads its own heap
+                                 *flags], cwd=workdir, stdout=log, stderr=subprocess.STDOUT)
 
 
 def stop(process: subprocess.Popen) -> int:

@@ -28,8 +28,9 @@ class InProcess:
     def __init__(self, symbolizer: Symbolizer):
         self._s = symbolizer
 
-    def symbolize(self, objects: list[ObjectAddresses]) -> list[ObjectAnswer]:
-        results = self._s.symbolize([ObjectRequest(o.build_id, o.file_name, o.file_offsets) for o in objects])
+    def symbolize(self, tenant: str, objects: list[ObjectAddresses]) -> list[ObjectAnswer]:
+        results = self._s.symbolize(tenant, [ObjectRequest(o.build_id, o.file_name, o.file_offsets)
+                                             for o in objects])
         return [ObjectAnswer(r.status == OK, [tuple((f.function, f.file, f.line) for f in frames)
                                               for frames in r.locations], r.error) for r in results]
 
@@ -41,8 +42,8 @@ def _block(pprof: Path) -> BlockReader:
     return BlockReader(write_block([BlockEntry({"service_name": "burn"}, 1, cpu, 1_000, 10**9)]))
 
 
-def _names(step: Symbolization, reader: BlockReader) -> set[str]:
-    return set(step.chains(reader).names.tolist())
+def _names(step: Symbolization, reader: BlockReader, tenant: str = "anonymous") -> set[str]:
+    return set(step.chains(reader, tenant).names.tolist())
 
 
 @pytest.mark.gcc
@@ -56,21 +57,21 @@ def test_answers_dropped_at_the_memory_bound_are_asked_for_again(tmp_path: Path)
     second = _block(native.profile(renamed, 0.5, renamed.parent)[1])
     store = FilesystemObjectStore.from_config(FilesystemConfig(str(tmp_path / "objects")))
     symbolizer = Symbolizer(DebuginfoStore(store), DebuginfodClient((), 1, 1), SymbolizerConfig())
-    symbolizer.upload(binary.path.read_bytes(), "burn")
-    symbolizer.upload(other.path.read_bytes(), "burn2")
+    symbolizer.upload("anonymous", binary.path.read_bytes(), "burn")
+    symbolizer.upload("anonymous", other.path.read_bytes(), "burn2")
     step = Symbolization(InProcess(symbolizer), None, max_known=1)
     try:
-        query = step.for_query()
+        query = step.for_query("anonymous")
         query.prepare([first])
         assert {"hash_loop", "sum_squares", "main"} <= _names(step, first)
         assert not query.state.partial and step.calls == 1
         query.prepare([first])  # settled: nothing asked
         assert step.calls == 1
 
-        step.for_query().prepare([second])  # over the bound: the first block's answers are dropped
+        step.for_query("anonymous").prepare([second])  # over the bound: the first block's answers are dropped
         assert step.calls == 2 and "mix" in _names(step, second)
         assert "hash_loop" not in _names(step, first)
-        step.for_query().prepare([first])  # the block is not taken as settled: asked again
+        step.for_query("anonymous").prepare([first])  # the block is not taken as settled: asked again
         assert step.calls == 3
         assert {"hash_loop", "sum_squares", "main"} <= _names(step, first)
     finally:

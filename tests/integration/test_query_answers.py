@@ -88,7 +88,7 @@ class Native:
         self.querier = Querier(db, BlockCache(store, 1 << 30, 4, PathIndex()), QuerierConfig(), self.step)
 
     def upload(self) -> None:
-        self.symbolizer.upload(self.binary.path.read_bytes(), "burn")
+        self.symbolizer.upload(TENANT, self.binary.path.read_bytes(), "burn")
 
     def merge(self):
         return self.querier.merge(TENANT, CPU + '{service_name="burn"}', *ALL)

@@ -17,8 +17,10 @@ from flamewatch.symbolizer.config import SymbolizerConfig
 from flamewatch.symbolizer.debuginfod import DebuginfodClient
 from flamewatch.symbolizer.elf import read_elf
 from flamewatch.symbolizer.errors import BuildIdMismatch, NoBuildId, NotElf, TruncatedElf
-from flamewatch.symbolizer.store import DebuginfoStore
-from flamewatch.symbolizer.symbolizer import NOT_FOUND, OK, ObjectRequest, Symbolizer
+from flamewatch.symbolizer.store import SHARED, DebuginfoStore
+from flamewatch.symbolizer.symbolizer import NOT_FOUND, OK, ObjectRequest, Stored, Symbolizer
+
+TENANT = "team-a"
 
 
 def _symbolizer(tmp_path: Path, client: DebuginfodClient | None = None) -> Symbolizer:
@@ -70,12 +72,12 @@ def _addr2line(binary: Path, addresses: list[int]) -> list[list[tuple[str, str, 
 def test_frames_and_inlined_frames_match_addr2line(tmp_path: Path, flags: tuple[str, ...]):
     binary = native.build_c("burn", *flags, "-DVARIANT=7")
     s = _symbolizer(tmp_path)
-    s.upload(binary.path.read_bytes(), "burn")
+    s.upload(TENANT, binary.path.read_bytes(), "burn")
     address, offset, size = _text_range(binary.path)
     functions = _function_ranges(binary.path)
     addresses = [a for a in range(address, address + size, 3) if any(lo <= a < hi for lo, hi in functions)]
     offsets = np.array([a - address + offset for a in addresses], np.uint64)
-    result = s.symbolize([ObjectRequest("", "burn", offsets)])[0]
+    result = s.symbolize(TENANT, [ObjectRequest("", "burn", offsets)])[0]
     assert result.status == OK
     got = [[(f.function, f.file.rsplit("/", 1)[-1], f.line) for f in frames] for frames in result.locations]
     want = _addr2line(binary.path, addresses)
@@ -91,16 +93,16 @@ def test_debug_file_alone_names_what_the_executable_names(tmp_path: Path):
     address, offset, size = _text_range(binary.path)
     offsets = np.arange(offset, offset + size, 5, dtype=np.uint64)
     with_exe = _symbolizer(tmp_path / "a")
-    with_exe.upload(binary.path.read_bytes(), "burn")
+    with_exe.upload(TENANT, binary.path.read_bytes(), "burn")
     debug_only = _symbolizer(tmp_path / "b")
-    done = debug_only.upload(binary.debug.read_bytes(), "burn.debug")
+    done = debug_only.upload(TENANT, binary.debug.read_bytes(), "burn.debug")
     assert done.build_id == _build_id(binary.path) and "debug" in done.features
-    want = with_exe.symbolize([ObjectRequest(done.build_id, "", offsets)])[0]
-    got = debug_only.symbolize([ObjectRequest(done.build_id, "", offsets)])[0]
+    want = with_exe.symbolize(TENANT, [ObjectRequest(done.build_id, "", offsets)])[0]
+    got = debug_only.symbolize(TENANT, [ObjectRequest(done.build_id, "", offsets)])[0]
     assert got.locations == want.locations and any(got.locations)
     # the stripped executable uploaded later brings its real segments, and keeps the debug file
-    debug_only.upload(binary.stripped.read_bytes(), "burn")
-    again = _symbolizer(tmp_path / "b").symbolize([ObjectRequest("", "burn", offsets)])[0]
+    debug_only.upload(TENANT, binary.stripped.read_bytes(), "burn")
+    again = _symbolizer(tmp_path / "b").symbolize(TENANT, [ObjectRequest("", "burn", offsets)])[0]
     assert again.locations == want.locations
 
 
@@ -109,19 +111,19 @@ def test_bad_uploads_are_refused_with_what_is_wrong(tmp_path: Path):
     s = _symbolizer(tmp_path)
     data = native.build_c("burn", "-O1", "-DVARIANT=9").path.read_bytes()
     with pytest.raises(NotElf, match=r"^app is not an ELF file \(it starts with b'#!/b', not b'\\x7fELF'\)$"):
-        s.upload(b"#!/bin/sh\necho hi\n", "app")
+        s.upload(TENANT, b"#!/bin/sh\necho hi\n", "app")
     with pytest.raises(TruncatedElf, match="^app is a truncated ELF file: 20 bytes, shorter than an ELF header$"):
-        s.upload(data[:20], "app")
+        s.upload(TENANT, data[:20], "app")
     with pytest.raises(TruncatedElf, match=r"^app is a truncated ELF file: its program header 0 at byte 64 ends at "
                                            r"120, past the file's 100 bytes$"):
-        s.upload(data[:100], "app")
+        s.upload(TENANT, data[:100], "app")
     with pytest.raises(BuildIdMismatch, match=f"^app has build ID {_build_id_of(data)}, not 00ff as it was "
                                               "uploaded for$"):
-        s.upload(data, "app", "00FF")
+        s.upload(TENANT, data, "app", "00FF")
     no_id = native.build_c("burn", "-O1", "-Wl,--build-id=none")
     with pytest.raises(NoBuildId, match="^app has no GNU build ID note"):
-        s.upload(no_id.path.read_bytes(), "app")
-    assert s.exists(_build_id_of(data)) == (False, "")
+        s.upload(TENANT, no_id.path.read_bytes(), "app")
+    assert s.exists(TENANT, _build_id_of(data)) is None
 
 
 def _build_id_of(data: bytes) -> str:
@@ -130,7 +132,7 @@ def _build_id_of(data: bytes) -> str:
 
 def test_unknown_objects_are_not_found(tmp_path: Path):
     s = _symbolizer(tmp_path)
-    results = s.symbolize([ObjectRequest("abcdef", "", np.array([1], np.uint64)),
+    results = s.symbolize(TENANT, [ObjectRequest("abcdef", "", np.array([1], np.uint64)),
                            ObjectRequest("", "libnothing.so", np.array([1], np.uint64))])
     assert [r.status for r in results] == [NOT_FOUND, NOT_FOUND]
 
@@ -153,9 +155,10 @@ def test_debuginfod_is_asked_once_for_a_missing_build_id_until_the_negative_cach
             found = client.fetch(build_id)
             assert found.data == binary.path.read_bytes() and found.url == server.url
             s = _symbolizer(tmp_path, client)
-            result = s.symbolize([ObjectRequest(build_id, "", np.array([_text_range(binary.path)[1]], np.uint64))])
+            offsets = np.array([_text_range(binary.path)[1]], np.uint64)
+            result = s.symbolize(TENANT, [ObjectRequest(build_id, "", offsets)])
             assert result[0].status == OK
-            assert s.exists(build_id) == (True, server.url)
+            assert s.exists(TENANT, build_id) == Stored(SHARED, server.url)
         finally:
             client.close()
 
@@ -172,17 +175,17 @@ def test_debuginfod_debug_file_takes_its_load_segments_from_the_served_executabl
     _, offset, size = _text_range(binary.path)
     offsets = np.arange(offset, offset + size, 7, dtype=np.uint64)
     want = _symbolizer(tmp_path / "uploaded")
-    want.upload(binary.path.read_bytes(), "burn")
+    want.upload(TENANT, binary.path.read_bytes(), "burn")
     with native.Debuginfod(served, tmp_path) as server:
         server.wait_for(build_id)
         client = DebuginfodClient((server.url,), 10, 60)
         try:
             s = _symbolizer(tmp_path / "fetched", client)
-            got = s.symbolize([ObjectRequest(build_id, "", offsets)])[0]
+            got = s.symbolize(TENANT, [ObjectRequest(build_id, "", offsets)])[0]
             objects = FilesystemConfig(str(tmp_path / "fetched" / "objects"))
-            meta = DebuginfoStore(FilesystemObjectStore.from_config(objects)).meta(build_id)
+            meta = DebuginfoStore(FilesystemObjectStore.from_config(objects)).meta(SHARED, build_id)
         finally:
             client.close()
     assert "debug" in meta.features and meta.segments_from_file
-    assert got.locations == want.symbolize([ObjectRequest(build_id, "", offsets)])[0].locations
+    assert got.locations == want.symbolize(TENANT, [ObjectRequest(build_id, "", offsets)])[0].locations
     assert any(got.locations)

@@ -24,15 +24,15 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x66lamewatch/v1/symbolizer.proto\x12\rflamewatch.v1\"C\n\x10SymbolizeRequest\x12/\n\x07objects\x18\x01 \x03(\x0b\x32\x1e.flamewatch.v1.ObjectAddresses\"L\n\x0fObjectAddresses\x12\x10\n\x08\x62uild_id\x18\x01 \x01(\t\x12\x11\n\tfile_name\x18\x02 \x01(\t\x12\x14\n\x0c\x66ile_offsets\x18\x03 \x03(\x04\"A\n\x11SymbolizeResponse\x12,\n\x07objects\x18\x01 \x03(\x0b\x32\x1b.flamewatch.v1.ObjectFrames\"\x83\x01\n\x0cObjectFrames\x12.\n\x06status\x18\x01 \x01(\x0e\x32\x1e.flamewatch.v1.SymbolizeStatus\x12\r\n\x05\x65rror\x18\x02 \x01(\t\x12\x34\n\tlocations\x18\x03 \x03(\x0b\x32!.flamewatch.v1.SymbolizedLocation\"D\n\x12SymbolizedLocation\x12.\n\x06\x66rames\x18\x01 \x03(\x0b\x32\x1e.flamewatch.v1.SymbolizedFrame\"?\n\x0fSymbolizedFrame\x12\x10\n\x08\x66unction\x18\x01 \x01(\t\x12\x0c\n\x04\x66ile\x18\x02 \x01(\t\x12\x0c\n\x04line\x18\x03 \x01(\x03\"I\n\x14UploadDebuginfoChunk\x12\x10\n\x08\x62uild_id\x18\x01 \x01(\t\x12\x11\n\tfile_name\x18\x02 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\"Y\n\x17UploadDebuginfoResponse\x12\x10\n\x08\x62uild_id\x18\x01 \x01(\t\x12\x0c\n\x04size\x18\x02 \x01(\x03\x12\x0c\n\x04kind\x18\x03 \x01(\t\x12\x10\n\x08\x66\x65\x61tures\x18\x04 \x03(\t\"*\n\x16\x44\x65\x62uginfoExistsRequest\x12\x10\n\x08\x62uild_id\x18\x01 \x01(\t\"9\n\x17\x44\x65\x62uginfoExistsResponse\x12\x0e\n\x06\x65xists\x18\x01 \x01(\x08\x12\x0e\n\x06source\x18\x02 \x01(\t*\x89\x01\n\x0fSymbolizeStatus\x12 \n\x1cSYMBOLIZE_STATUS_UNSPECIFIED\x10\x00\x12\x17\n\x13SYMBOLIZE_STATUS_OK\x10\x01\x12\x1e\n\x1aSYMBOLIZE_STATUS_NOT_FOUND\x10\x02\x12\x1b\n\x17SYMBOLIZE_STATUS_FAILED\x10\x03\x32\xa7\x02\n\x11SymbolizerService\x12N\n\tSymbolize\x12\x1f.flamewatch.v1.SymbolizeRequest\x1a .flamewatch.v1.SymbolizeResponse\x12`\n\x0fUploadDebuginfo\x12#.flamewatch.v1.UploadDebuginfoChunk\x1a&.flamewatch.v1.UploadDebuginfoResponse(\x01\x12`\n\x0f\x44\x65\x62uginfoExists\x12%.flamewatch.v1.DebuginfoExistsRequest\x1a&.flamewatch.v1.DebuginfoExistsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x66lamewatch/v1/symbolizer.proto\x12\rflamewatch.v1\"C\n\x10SymbolizeRequest\x12/\n\x07objects\x18\x01 \x03(\x0b\x32\x1e.flamewatch.v1.ObjectAddresses\"L\n\x0fObjectAddresses\x12\x10\n\x08\x62uild_id\x18\x01 \x01(\t\x12\x11\n\tfile_name\x18\x02 \x01(\t\x12\x14\n\x0c\x66ile_offsets\x18\x03 \x03(\x04\"A\n\x11SymbolizeResponse\x12,\n\x07objects\x18\x01 \x03(\x0b\x32\x1b.flamewatch.v1.ObjectFrames\"\x83\x01\n\x0cObjectFrames\x12.\n\x06status\x18\x01 \x01(\x0e\x32\x1e.flamewatch.v1.SymbolizeStatus\x12\r\n\x05\x65rror\x18\x02 \x01(\t\x12\x34\n\tlocations\x18\x03 \x03(\x0b\x32!.flamewatch.v1.SymbolizedLocation\"D\n\x12SymbolizedLocation\x12.\n\x06\x66rames\x18\x01 \x03(\x0b\x32\x1e.flamewatch.v1.SymbolizedFrame\"?\n\x0fSymbolizedFrame\x12\x10\n\x08\x66unction\x18\x01 \x01(\t\x12\x0c\n\x04\x66ile\x18\x02 \x01(\t\x12\x0c\n\x04line\x18\x03 \x01(\x03\"Y\n\x14UploadDebuginfoChunk\x12\x10\n\x08\x62uild_id\x18\x01 \x01(\t\x12\x11\n\tfile_name\x18\x02 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\x12\x0e\n\x06shared\x18\x04 \x01(\x08\"i\n\x17UploadDebuginfoResponse\x12\x10\n\x08\x62uild_id\x18\x01 \x01(\t\x12\x0c\n\x04size\x18\x02 \x01(\x03\x12\x0c\n\x04kind\x18\x03 \x01(\t\x12\x10\n\x08\x66\x65\x61tures\x18\x04 \x03(\t\x12\x0e\n\x06shared\x18\x05 \x01(\x08\"*\n\x16\x44\x65\x62uginfoExistsRequest\x12\x10\n\x08\x62uild_id\x18\x01 \x01(\t\"I\n\x17\x44\x65\x62uginfoExistsResponse\x12\x0e\n\x06\x65xists\x18\x01 \x01(\x08\x12\x0e\n\x06source\x18\x02 \x01(\t\x12\x0e\n\x06shared\x18\x03 \x01(\x08*\x89\x01\n\x0fSymbolizeStatus\x12 \n\x1cSYMBOLIZE_STATUS_UNSPECIFIED\x10\x00\x12\x17\n\x13SYMBOLIZE_STATUS_OK\x10\x01\x12\x1e\n\x1aSYMBOLIZE_STATUS_NOT_FOUND\x10\x02\x12\x1b\n\x17SYMBOLIZE_STATUS_FAILED\x10\x03\x32\xa7\x02\n\x11SymbolizerService\x12N\n\tSymbolize\x12\x1f.flamewatch.v1.SymbolizeRequest\x1a .flamewatch.v1.SymbolizeResponse\x12`\n\x0fUploadDebuginfo\x12#.flamewatch.v1.UploadDebuginfoChunk\x1a&.flamewatch.v1.UploadDebuginfoResponse(\x01\x12`\n\x0f\x44\x65\x62uginfoExists\x12%.flamewatch.v1.DebuginfoExistsRequest\x1a&.flamewatch.v1.DebuginfoExistsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'flamewatch.v1.symbolizer_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_SYMBOLIZESTATUS']._serialized_start=802
-  _globals['_SYMBOLIZESTATUS']._serialized_end=939
+  _globals['_SYMBOLIZESTATUS']._serialized_start=850
+  _globals['_SYMBOLIZESTATUS']._serialized_end=987
   _globals['_SYMBOLIZEREQUEST']._serialized_start=49
   _globals['_SYMBOLIZEREQUEST']._serialized_end=116
   _globals['_OBJECTADDRESSES']._serialized_start=118
@@ -46,13 +46,13 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SYMBOLIZEDFRAME']._serialized_start=467
   _globals['_SYMBOLIZEDFRAME']._serialized_end=530
   _globals['_UPLOADDEBUGINFOCHUNK']._serialized_start=532
-  _globals['_UPLOADDEBUGINFOCHUNK']._serialized_end=605
-  _globals['_UPLOADDEBUGINFORESPONSE']._serialized_start=607
-  _globals['_UPLOADDEBUGINFORESPONSE']._serialized_end=696
-  _globals['_DEBUGINFOEXISTSREQUEST']._serialized_start=698
-  _globals['_DEBUGINFOEXISTSREQUEST']._serialized_end=740
-  _globals['_DEBUGINFOEXISTSRESPONSE']._serialized_start=742
-  _globals['_DEBUGINFOEXISTSRESPONSE']._serialized_end=799
-  _globals['_SYMBOLIZERSERVICE']._serialized_start=942
-  _globals['_SYMBOLIZERSERVICE']._serialized_end=1237
+  _globals['_UPLOADDEBUGINFOCHUNK']._serialized_end=621
+  _globals['_UPLOADDEBUGINFORESPONSE']._serialized_start=623
+  _globals['_UPLOADDEBUGINFORESPONSE']._serialized_end=728
+  _globals['_DEBUGINFOEXISTSREQUEST']._serialized_start=730
+  _globals['_DEBUGINFOEXISTSREQUEST']._serialized_end=772
+  _globals['_DEBUGINFOEXISTSRESPONSE']._serialized_start=774
+  _globals['_DEBUGINFOEXISTSRESPONSE']._serialized_end=847
+  _globals['_SYMBOLIZERSERVICE']._serialized_start=990
+  _globals['_SYMBOLIZERSERVICE']._serialized_end=1285
 # @@protoc_insertion_point(module_scope)

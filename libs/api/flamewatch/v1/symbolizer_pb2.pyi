@@ -67,26 +67,30 @@ class SymbolizedFrame(_message.Message):
     def __init__(self, function: _Optional[str] = ..., file: _Optional[str] = ..., line: _Optional[int] = ...) -> None: ...
 
 class UploadDebuginfoChunk(_message.Message):
-    __slots__ = ("build_id", "file_name", "data")
+    __slots__ = ("build_id", "file_name", "data", "shared")
     BUILD_ID_FIELD_NUMBER: _ClassVar[int]
     FILE_NAME_FIELD_NUMBER: _ClassVar[int]
     DATA_FIELD_NUMBER: _ClassVar[int]
+    SHARED_FIELD_NUMBER: _ClassVar[int]
     build_id: str
     file_name: str
     data: bytes
-    def __init__(self, build_id: _Optional[str] = ..., file_name: _Optional[str] = ..., data: _Optional[bytes] = ...) -> None: ...
+    shared: bool
+    def __init__(self, build_id: _Optional[str] = ..., file_name: _Optional[str] = ..., data: _Optional[bytes] = ..., shared: _Optional[bool] = ...) -> None: ...
 
 class UploadDebuginfoResponse(_message.Message):
-    __slots__ = ("build_id", "size", "kind", "features")
+    __slots__ = ("build_id", "size", "kind", "features", "shared")
     BUILD_ID_FIELD_NUMBER: _ClassVar[int]
     SIZE_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     FEATURES_FIELD_NUMBER: _ClassVar[int]
+    SHARED_FIELD_NUMBER: _ClassVar[int]
     build_id: str
     size: int
     kind: str
     features: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, build_id: _Optional[str] = ..., size: _Optional[int] = ..., kind: _Optional[str] = ..., features: _Optional[_Iterable[str]] = ...) -> None: ...
+    shared: bool
+    def __init__(self, build_id: _Optional[str] = ..., size: _Optional[int] = ..., kind: _Optional[str] = ..., features: _Optional[_Iterable[str]] = ..., shared: _Optional[bool] = ...) -> None: ...
 
 class DebuginfoExistsRequest(_message.Message):
     __slots__ = ("build_id",)
@@ -95,9 +99,11 @@ class DebuginfoExistsRequest(_message.Message):
     def __init__(self, build_id: _Optional[str] = ...) -> None: ...
 
 class DebuginfoExistsResponse(_message.Message):
-    __slots__ = ("exists", "source")
+    __slots__ = ("exists", "source", "shared")
     EXISTS_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FIELD_NUMBER: _ClassVar[int]
+    SHARED_FIELD_NUMBER: _ClassVar[int]
     exists: bool
     source: str
-    def __init__(self, exists: _Optional[bool] = ..., source: _Optional[str] = ...) -> None: ...
+    shared: bool
+    def __init__(self, exists: _Optional[bool] = ..., source: _Optional[str] = ..., shared: _Optional[bool] = ...) -> None: ...

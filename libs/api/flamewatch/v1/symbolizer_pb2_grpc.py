@@ -70,7 +70,8 @@ class SymbolizerServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def DebuginfoExists(self, request, context):
-        """Whether debug information for a build ID is stored (uploaded or fetched from debuginfod).
+        """Whether debug information for a build ID is stored for the caller's tenant: its own or the shared
+        set's (uploaded, or fetched from debuginfod before).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -106,11 +106,12 @@ def test_pods_run_as_non_root_on_a_read_only_filesystem(values: Path) -> None:
 def test_services_are_probed_on_readyz_and_healthz(values: Path) -> None:
     objects = helm.render([values])
     services = _by_kind(objects, "Service")
+    tls = {"scheme": "HTTPS"} if (yaml.safe_load(values.read_text()) or {}).get("security", {}).get("tls") else {}
     for name, deployment in _flamewatch_deployments(objects).items():
         container = _container(deployment)
-        assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}, name
-        assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}, name
-        assert container["startupProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}, name
+        assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http", **tls}, name
+        assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http", **tls}, name
+        assert container["startupProbe"]["httpGet"] == {"path": "/healthz", "port": "http", **tls}, name
         assert container["resources"]["requests"], name
         # the Service of the same name reaches the port the probes use
         assert "http" in {p["targetPort"] for p in services[name]["spec"]["ports"]}, name
@@ -537,3 +538,39 @@ def test_debuginfod_servers_reach_the_symbolizer_in_order(monkeypatch: pytest.Mo
     args, _ = _parsed(_by_kind(objects, "Deployment")[f"{FULL}-symbolizer"], monkeypatch)
     assert args.command == "symbolizer"
     assert args.debuginfod_urls == ["https://a.example.org", "https://b.example.org"]
+
+
+def test_security_mounts_the_web_configuration_and_speaks_https_everywhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    objects = _render("security")
+    deployments = _flamewatch_deployments(objects)
+    assert sorted(deployments) == sorted(f"{FULL}-{s}" for s in ("ingester", "querier", "frontend", "symbolizer",
+                                                                  "collector-0"))
+    for name, deployment in deployments.items():
+        container, pod = _container(deployment), deployment["spec"]["template"]["spec"]
+        assert "--web.config.file=/etc/flamewatch/web/web.yml" in container["args"], name
+        assert {"name": "web-config", "mountPath": "/etc/flamewatch/web", "readOnly": True} in container["volumeMounts"]
+        secret = {"secretName": "flamewatch-web", "defaultMode": 0o440}
+        assert {"name": "web-config", "secret": secret} in pod["volumes"]
+        assert not [e for e in container["env"] if "WEB" in e["name"]]  # a file, never an environment variable
+        for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+            assert container[probe]["httpGet"]["scheme"] == "HTTPS", (name, probe)
+        assert cli.build_parser().parse_args(container["args"]).web_config_file == "/etc/flamewatch/web/web.yml"
+    env = _env(deployments[f"{FULL}-frontend"])
+    assert env["FLAMEWATCH_QUERIER_URL"]["value"] == f"https://{FULL}-querier:4200"
+    assert env["FLAMEWATCH_COLLECTOR_URL"]["value"] == f"https://{FULL}-collector-0:4300"
+    (job,) = [j for j in _shard_config(objects, 0)["scrape_configs"] if j["job_name"] == "flamewatch"]
+    assert (job["scheme"], job["authorization"], job["tls_config"]) == (
+        "https", {"credentials_file": "/etc/flamewatch/web/scrape.token"}, {"ca_file": "/etc/flamewatch/web/ca.crt"})
+    (monitor,) = _by_kind(objects, "ServiceMonitor").values()
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert endpoint["scheme"] == "https"
+    assert endpoint["authorization"] == {"credentials": {"name": "flamewatch-metrics", "key": "token"}}
+    assert endpoint["tlsConfig"] == {"ca": {"secret": {"name": "flamewatch-web", "key": "ca.crt"}}}
+
+
+def test_without_security_nothing_is_mounted_and_http_is_plain() -> None:
+    for name, deployment in _flamewatch_deployments(_render("default")).items():
+        container = _container(deployment)
+        assert not [a for a in container["args"] if a.startswith("--web.config.file")], name
+        assert "scheme" not in container["readinessProbe"]["httpGet"]
+        assert all(m["name"] != "web-config" for m in container["volumeMounts"])

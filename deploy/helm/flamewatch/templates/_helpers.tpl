@@ -200,6 +200,9 @@ containers:
       {{- range concat .args .values.extraArgs }}
       - {{ . | quote }}
       {{- end }}
+      {{- with $root.Values.security.existingSecret }}
+      - {{ printf "--web.config.file=/etc/flamewatch/web/%s" $root.Values.security.webConfigKey | quote }}
+      {{- end }}
     env:
       - name: FLAMEWATCH_LOG_LEVEL
         value: {{ $root.Values.logLevel | quote }}
@@ -216,16 +219,16 @@ containers:
         protocol: TCP
       {{- end }}
     startupProbe:
-      httpGet: {path: /healthz, port: http}
+      httpGet: {path: /healthz, port: http{{ if $root.Values.security.tls }}, scheme: HTTPS{{ end }}}
       periodSeconds: 2
       failureThreshold: 60
     livenessProbe:
-      httpGet: {path: /healthz, port: http}
+      httpGet: {path: /healthz, port: http{{ if $root.Values.security.tls }}, scheme: HTTPS{{ end }}}
       periodSeconds: 10
       timeoutSeconds: 5
       failureThreshold: 6
     readinessProbe:
-      httpGet: {path: /readyz, port: http}
+      httpGet: {path: /readyz, port: http{{ if $root.Values.security.tls }}, scheme: HTTPS{{ end }}}
       periodSeconds: 5
       timeoutSeconds: 5
       failureThreshold: 3
@@ -241,6 +244,11 @@ containers:
       {{- with .mounts }}
       {{- . | nindent 6 }}
       {{- end }}
+      {{- if $root.Values.security.existingSecret }}
+      - name: web-config
+        mountPath: /etc/flamewatch/web
+        readOnly: true
+      {{- end }}
 volumes:
   - name: tmp
     emptyDir: {}
@@ -249,6 +257,17 @@ volumes:
   {{- with .volumes }}
   {{- . | nindent 2 }}
   {{- end }}
+  {{- with $root.Values.security.existingSecret }}
+  - name: web-config
+    secret:
+      secretName: {{ . }}
+      defaultMode: 0440
+  {{- end }}
+{{- end -}}
+
+{{/* http or https: how the services' HTTP ports are called (security.tls) */}}
+{{- define "flamewatch.scheme" -}}
+{{ if .Values.security.tls }}https{{ else }}http{{ end }}
 {{- end -}}
 
 {{/* A ClusterIP Service for a component: (dict "root" $ "component" NAME "ports" LIST "name" OBJECT-NAME
@@ -394,7 +413,9 @@ spec:
 {{- end }}
 {{- $off := dict "enabled" false -}}
 {{- $pprof := dict "memory" $off "goroutine" $off "mutex" $off "block" $off -}}
-{{- $jobs = append $jobs (dict "job_name" "flamewatch" "static_configs" $static "profiling_config" (dict "pprof_config" $pprof)) -}}
+{{- $job := dict "job_name" "flamewatch" "static_configs" $static "profiling_config" (dict "pprof_config" $pprof) -}}
+{{- if $root.Values.security.tls }}{{- $_ := set $job "scheme" "https" -}}{{- end }}
+{{- $jobs = append $jobs (merge $job (deepCopy $root.Values.security.selfScrape)) -}}
 {{- end }}
 {{- range (tpl (toYaml $v.scrapeConfigs) $root | fromYamlArray) }}
 {{- $jobs = append $jobs . -}}

@@ -1,6 +1,7 @@
 """Every gRPC channel one Flamewatch process opens to another is made here, with the process's client
 identity: the `Authorization` every call sends and the TLS it uses (the web configuration file's
-`client` section, or the CLI's `--token` / `--basic-auth` / `--tls.*` flags).
+`client` section, or the CLI's `--token` / `--basic-auth` / `--tls.*` flags). HTTP clients to other
+services take the same identity (`http_headers`, `http_client_options`).
 
 The identity is the process's, set once at start by the CLI (`use_identity`), so the services that
 call others (the collector's sender, the querier's symbolizer client, `debuginfo upload`) need not
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import grpc
 
-from flamewatch.clientconfig import TLSConfig
+from flamewatch.clientconfig import TLSConfig, server_name_hooks, ssl_context
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,12 @@ def identity() -> ClientIdentity:
 def http_headers() -> dict[str, str]:
     """Headers for an HTTP call to another service (the frontend forwards its user's instead)."""
     return {"Authorization": _identity.authorization} if _identity.authorization else {}
+
+
+def http_client_options() -> dict:
+    """httpx.AsyncClient settings for HTTP calls to another service (the frontend's to the querier and
+    the collectors): the CA it trusts, the client certificate it shows, the server name it checks."""
+    return {"verify": ssl_context(_identity.tls), "event_hooks": server_name_hooks(_identity.tls)}
 
 
 def grpc_channel(address: str, options: list[tuple[str, object]] | None = None) -> grpc.aio.Channel:

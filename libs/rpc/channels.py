@@ -69,6 +69,29 @@ def grpc_blocking_channel(address: str, options: list[tuple[str, object]] | None
     return channel
 
 
+# What gRPC says of a connection that failed on TLS, and what to change.
+_TLS_FAILURES = (
+    ("WRONG_VERSION_NUMBER", "the server does not speak TLS: remove client.tls_config (or --tls.*), or give the "
+                             "server tls_server_config"),
+    ("CERTIFICATE_VERIFY_FAILED", "the server's certificate is not signed by the CA this client trusts "
+                                  "(client.tls_config.ca_file)"),
+    ("Peer name", "the server's certificate does not name the address dialled: set client.tls_config.server_name "
+                  "to a name it carries"),
+)
+
+
+def describe_failure(error: grpc.RpcError) -> str:
+    """A failed call's status and details, with what to change when the connection failed on TLS."""
+    details = error.details() or ""
+    for marker, advice in _TLS_FAILURES:
+        if marker in details:
+            return f"{error.code().name}: {details} ({advice})"
+    if error.code() == grpc.StatusCode.UNAVAILABLE and "Socket closed" in details and _identity.tls is None:
+        return (f"{error.code().name}: {details} (if the server speaks TLS, give client.tls_config with the CA "
+                "that signed its certificate; if it requires client certificates, a cert_file and key_file)")
+    return f"{error.code().name}: {details}"
+
+
 def _channel_credentials() -> grpc.ChannelCredentials | None:
     tls = _identity.tls
     if tls is None:

@@ -1,8 +1,8 @@
 """Run a process's HTTP and gRPC servers in one event loop until SIGINT/SIGTERM, then stop cleanly.
 
 The sockets come bound (`rpc.listen`), so "serving" is logged only once both servers accept requests.
-With TLS (`Listeners.tls`), uvicorn serves HTTPS with the context `rpc.tls` keeps current, and its
-protocol names a verified client certificate to the app (`rpc.https`).
+With TLS (`Listeners.tls`), uvicorn serves HTTPS through the protocol of `rpc.https`, with the
+certificates `rpc.tls` keeps current.
 """
 
 from __future__ import annotations
@@ -64,13 +64,10 @@ async def serve(listeners: Listeners, app: FastAPI, register_grpc,
 
 
 def _http_config(app: FastAPI, listeners: Listeners) -> uvicorn.Config:
-    if listeners.tls is None:
-        return uvicorn.Config(app, log_level="warning", lifespan="off")
-    from flamewatch.rpc.https import HTTPSProtocol
+    """TLS is the protocol's (`rpc.https`), not uvicorn's: it tells clients on the wrong protocol so."""
+    from flamewatch.rpc.https import http_protocol
 
-    tls = listeners.tls
-    return uvicorn.Config(app, log_level="warning", lifespan="off", http=HTTPSProtocol,
-                          ssl_context_factory=lambda _config, _default: tls.http_context())
+    return uvicorn.Config(app, log_level="warning", lifespan="off", http=http_protocol(listeners.tls))
 
 
 async def _started(http: uvicorn.Server, task: asyncio.Task) -> None:

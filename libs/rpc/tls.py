@@ -78,20 +78,22 @@ class ServerCertificates:
         self._loaded = self._load(1)
         self._checked = time.monotonic()
         self._problem: str | None = None
+        self._listening: ssl.SSLContext | None = None
 
     # ------------------------------------------------------------------------------ the servers' view
 
     def http_context(self) -> ssl.SSLContext:
-        """The context the HTTPS server listens with: each handshake moves to the current one."""
+        """The context the HTTPS server listens with (always the same one): each handshake moves to the
+        current one in its `sni_callback`."""
+        if self._listening is None:
+            def switch(ssl_object: ssl.SSLObject, _server_name: str | None, _context: ssl.SSLContext) -> None:
+                current = self.current().context
+                if ssl_object.context is not current:
+                    ssl_object.context = current
 
-        def switch(ssl_object: ssl.SSLObject, _server_name: str | None, _context: ssl.SSLContext) -> None:
-            current = self.current().context
-            if ssl_object.context is not current:
-                ssl_object.context = current
-
-        context = self._loaded.context
-        context.sni_callback = switch
-        return context
+            self._listening = self._loaded.context
+            self._listening.sni_callback = switch
+        return self._listening
 
     def grpc_credentials(self) -> grpc.ServerCredentials:
         """Credentials whose certificate gRPC asks for before each handshake (None: no change)."""

@@ -14,7 +14,7 @@ import grpc
 
 from flamewatch.api.flamewatch.v1 import symbolizer_pb2 as pb
 from flamewatch.api.flamewatch.v1 import symbolizer_pb2_grpc
-from flamewatch.rpc.channels import grpc_blocking_channel
+from flamewatch.rpc.channels import describe_failure, grpc_blocking_channel
 from flamewatch.symbolizer.elf import read_elf
 from flamewatch.symbolizer.errors import BuildIdMismatch, DebuginfoError
 from flamewatch.symbolizer.service import UPLOAD_CHUNK_BYTES
@@ -34,8 +34,7 @@ def upload_debuginfo(files: Sequence[Path], address: str, timeout: float) -> Ite
                 done = stub.UploadDebuginfo(_chunks(path, data, build_id), timeout=timeout)
             except grpc.RpcError as exc:
                 verb = "cannot reach" if exc.code() == grpc.StatusCode.UNAVAILABLE else "refused by"
-                raise DebuginfoUploadError(f"{path}: {verb} {address} ({exc.code().name}): {exc.details()}") \
-                    from exc
+                raise DebuginfoUploadError(f"{path}: {verb} {address} ({describe_failure(exc)})") from exc
             yield f"{path}: stored as build ID {done.build_id} ({done.size} bytes, {', '.join(done.features)})"
 
 

@@ -161,6 +161,12 @@ def test_clients_without_an_accepted_certificate_are_refused(stack: Stack, pki: 
     with httpx.Client(verify=pki.client_context()) as client:  # the tester's own certificate is let in
         assert client.get(url).status_code == 200
 
+    plain = httpx.get(url.replace("https://", "http://"))
+    assert (plain.status_code, plain.text.split(":")[0]) == (400, "This port speaks HTTPS")
+    log = stack.querier.log_text()
+    assert "sent plain HTTP to this HTTPS port: it was told to use https://" in log
+    assert "the client showed no certificate; tls_server_config.client_auth_type requires one" in log, log
+
 
 def _foreign_context(pki: PKI, tmp_path: Path) -> ssl.SSLContext:
     from infra.certs import CertificateAuthority

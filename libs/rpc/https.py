@@ -83,13 +83,17 @@ class HTTPSProtocol(AutoHTTPProtocol):
         self._starting = asyncio.get_running_loop().create_task(self._start(transport))
 
     async def _start(self, raw: asyncio.Transport) -> None:
-        first = await _first_byte(raw)
-        if first is None:
+        try:
+            first = await _first_byte(raw)
+            if first is None:
+                raw.abort()
+            elif first != TLS_RECORD:
+                _refuse_plain(raw)
+            else:
+                await self._handshake(raw)
+        except Exception:  # a bug here costs this connection only, and is seen
+            log.exception("serving a connection from %s failed", _peer(raw))
             raw.abort()
-        elif first != TLS_RECORD:
-            _refuse_plain(raw)
-        else:
-            await self._handshake(raw)
 
     async def _handshake(self, raw: asyncio.Transport) -> None:
         peer = _peer(raw)

@@ -106,6 +106,14 @@ def test_split_services_call_each_other_with_mtls(stack: Stack, pki: PKI, go_tar
     with running(collector, frontend):
         _check_the_whole_path(stack, frontend)
 
+    profile = tmp_path / "cpu.pb.gz"  # our CLI with --tls.* over HTTPS, as a user uploads a file
+    profile.write_bytes(tiny_pprof(time.time_ns()))
+    uploaded = subprocess.run([str(FLAMEWATCH), "upload", str(profile), "--url", stack.ingester.url, "--tenant",
+                               TENANT, "--name", "process_cpu", "--tls.ca-file", str(pki.ca.cert), "--tls.cert-file",
+                               str(pki.directory / "tester.crt"), "--tls.key-file", str(pki.directory / "tester.key")],
+                              capture_output=True, text=True, timeout=120)
+    assert (uploaded.returncode, uploaded.stderr) == (0, ""), uploaded.stdout
+
 
 def _check_the_whole_path(stack: Stack, frontend: Service) -> None:
     api, tenant = f"{frontend.url}/api/v1", {"X-Scope-OrgID": TENANT}

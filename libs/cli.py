@@ -380,28 +380,6 @@ def run_collector(args: argparse.Namespace) -> int:
     return _run(main)
 
 
-SELF_SCRAPE = """
-scrape_configs:
-  - job_name: flamewatch
-    scrape_interval: 15s
-    static_configs: [{{targets: ["{address}"], labels: {{service_name: flamewatch}}}}]{auth}
-    profiling_config:
-      pprof_config:
-        memory: {{enabled: {heap}, path: /debug/pprof/heap}}
-        goroutine: {{enabled: false}}
-        mutex: {{enabled: false}}
-        block: {{enabled: false}}
-"""
-
-
-def _self_scrape_auth() -> str:
-    """With credentials required, the self-scrape shows the process's own (an in-process token)."""
-    from flamewatch.rpc.channels import identity
-
-    kind, _, credentials = (identity().authorization or "").partition(" ")
-    return f"\n    authorization: {{type: {kind}, credentials: {credentials}}}" if credentials else ""
-
-
 def _local(address: str) -> str:
     """An address this process can dial: a wildcard host becomes 127.0.0.1."""
     host, _, port = address.rpartition(":")
@@ -441,7 +419,9 @@ def run_all(args: argparse.Namespace) -> int:
     from flamewatch.querier.engine import Querier
     from flamewatch.querier.paths import PathIndex
     from flamewatch.querier.service import register_grpc as register_query
+    from flamewatch.rpc.channels import identity
     from flamewatch.scrapeconfig import parse_config
+    from flamewatch.selfprofile.scrape_config import self_scrape_config
 
     load = _config_loader(args.config_file) if args.config_file else None
     if load:
@@ -450,8 +430,8 @@ def run_all(args: argparse.Namespace) -> int:
     async def main(stack: contextlib.AsyncExitStack) -> None:
         listeners = _listen(args, stack, args.http_address, args.grpc_address)
         # The built-in configuration scrapes this process where it listens, port 0 resolved.
-        text = SELF_SCRAPE.format(address=_local(_with_port(args.http_address, listeners.http_port)),
-                                  heap=str(args.heap_profiling).lower(), auth=_self_scrape_auth())
+        text = self_scrape_config(_local(_with_port(args.http_address, listeners.http_port)), args.heap_profiling,
+                                  identity())
         config = load or (lambda: parse_config(text, "built-in configuration"))
         store, db = _open_storage(stack, storage_config(args))
         limits, tenant_limits = ingest_limits(args)
@@ -482,7 +462,7 @@ def run_all(args: argparse.Namespace) -> int:
         # The collector stops while the servers still run, so what it has queued reaches the ingester.
         await _serve(args, listeners, routers, register, before_stop=collector.stop,
                      ready=storage_readiness(store, db, local_disks(storage_config(args))),
-                     ready_message="Flamewatch is ready: open http://"
+                     ready_message=f"Flamewatch is ready: open {'https' if listeners.tls else 'http'}://"
                      f"{_browsable(_with_port(args.http_address, listeners.http_port))} (the API is "
                      "under /api/v1, scrape targets at /api/v1/targets); Ctrl-C stops it")
 
@@ -493,10 +473,11 @@ def run_frontend(args: argparse.Namespace) -> int:
     import httpx
 
     from flamewatch.frontend.service import api_proxy_router, collector_proxy_router, ui_router
+    from flamewatch.rpc.channels import http_client_options
 
     async def main(stack: contextlib.AsyncExitStack) -> None:
         listeners = _listen(args, stack, args.http_address, None)
-        client = httpx.AsyncClient(timeout=600)
+        client = httpx.AsyncClient(timeout=600, **http_client_options())
         stack.push_async_callback(client.aclose)
         collectors = [url.strip() for url in (args.collector_url or "").split(",") if url.strip()]
         targets = [collector_proxy_router(collectors, client)] if collectors else []
@@ -526,10 +507,11 @@ def _listen(args: argparse.Namespace, stack: contextlib.AsyncExitStack, http_add
     from flamewatch.rpc.auth import AuthInterceptor
     from flamewatch.rpc.listen import listen
 
-    authenticator = web_security(args).authenticator
-    listeners = listen(http_address, grpc_address, interceptors=[AuthInterceptor(authenticator)])
+    security = web_security(args)
+    listeners = listen(http_address, grpc_address, interceptors=[AuthInterceptor(security.authenticator)],
+                       tls=security.server_tls)
     stack.callback(listeners.close)
-    web_security(args).warn_if_open(listeners.http_address, listeners.grpc_address)
+    security.warn_if_open(listeners.http_address, listeners.grpc_address)
     return listeners
 
 

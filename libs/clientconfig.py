@@ -3,8 +3,8 @@
 
 The collector's scrape configs use them for targets; the web configuration file's `client` section uses
 them for the calls between Flamewatch's own services. The readers check a value at its YAML path
-(`flamewatch.configreader`); `authorization_header` and `ssl_context` turn the result into what a
-client sends and trusts. Secret files are read when the client is made, so a rotated secret is picked
+(`flamewatch.configreader`); `authorization_header`, `ssl_context` and `server_name_hooks` turn the
+result into what a client sends and trusts. Secret files are read when the client is made, so a rotated secret is picked
 up by the next client.
 """
 
@@ -109,6 +109,24 @@ def ssl_context(tls: TLSConfig | None) -> ssl.SSLContext | bool:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
     return context
+
+
+def server_name_hooks(tls: TLSConfig | None) -> dict[str, list]:
+    """httpx.AsyncClient event hooks that check the server's certificate for `server_name` (and send it as
+    SNI) instead of the URL's host, as Prometheus does: a target or service reached by IP address."""
+    extensions = server_name_extensions(tls)
+    if not extensions:
+        return {}
+
+    async def name_the_server(request) -> None:
+        request.extensions.update(extensions)
+
+    return {"request": [name_the_server]}
+
+
+def server_name_extensions(tls: TLSConfig | None) -> dict[str, str]:
+    """The same for one httpx request (`extensions=`)."""
+    return {"sni_hostname": tls.server_name} if tls is not None and tls.server_name else {}
 
 
 def _read(path: str) -> str:

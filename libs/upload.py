@@ -8,7 +8,7 @@ from urllib.parse import quote
 
 import httpx
 
-from flamewatch.clientconfig import ssl_context
+from flamewatch.clientconfig import server_name_extensions, ssl_context
 from flamewatch.labels.labelset import parse_label_args
 from flamewatch.rpc.channels import CREDENTIAL_HINT, http_headers, identity
 
@@ -44,7 +44,8 @@ def _upload_one(client: httpx.Client, path: Path, labels: dict, tenant: str | No
     params = {**labels, **({"__name__": name} if name else {})}
     try:
         headers = {FILE_NAME_HEADER: quote(path.name), **({"X-Scope-OrgID": tenant} if tenant else {})}
-        response = client.post("/ingest", params=params, content=body, headers=headers)
+        response = client.post("/ingest", params=params, content=body, headers=headers,
+                               extensions=server_name_extensions(identity().tls))
     except httpx.HTTPError as exc:
         raise UploadError(f"{path}: cannot reach {client.base_url}: {exc}") from exc
     if response.status_code == 404:

@@ -86,6 +86,7 @@ class TLSServerConfig:
     key_file: str
     client_ca_file: str | None = None
     client_auth_type: str = "NoClientCert"
+    min_version: str = "TLS12"
 
     @property
     def verifies_clients(self) -> bool:
@@ -171,8 +172,9 @@ def _tls(value: Any, path: str, base_dir: str) -> TLSServerConfig:
     if unsupported:
         raise ConfigError(f"{join_path(path, unsupported[0])}: not supported; Flamewatch uses TLS 1.2 or later with "
                           "Python's default ciphers: remove it")
-    if fields.get("min_version", "TLS12") not in ("TLS12", "TLS13"):
-        raise ConfigError(f'{join_path(path, "min_version")}: expected TLS12 or TLS13, got "{fields["min_version"]}"')
+    min_version = optional(fields, "min_version", path, nonempty_string, "TLS12")
+    if min_version not in ("TLS12", "TLS13"):
+        raise ConfigError(f'{join_path(path, "min_version")}: expected TLS12 or TLS13, got "{min_version}"')
     auth_type = optional(fields, "client_auth_type", path, nonempty_string, "NoClientCert")
     if auth_type not in CLIENT_AUTH_TYPES:
         raise ConfigError(f'{join_path(path, "client_auth_type")}: expected one of {", ".join(CLIENT_AUTH_TYPES)}, '
@@ -181,6 +183,11 @@ def _tls(value: Any, path: str, base_dir: str) -> TLSServerConfig:
     if auth_type in ("VerifyClientCertIfGiven", "RequireAndVerifyClientCert") and ca is None:
         raise ConfigError(f"{join_path(path, 'client_auth_type')}: {auth_type} needs client_ca_file, the CA that "
                           "signs the clients' certificates")
+    if auth_type == "RequireAnyClientCert" and ca is None:
+        # Go takes a certificate it does not verify; Python's ssl and gRPC verify every one they ask for.
+        raise ConfigError(f"{join_path(path, 'client_auth_type')}: RequireAnyClientCert needs client_ca_file here: "
+                          "Flamewatch's TLS checks every client certificate it asks for, so name the CA that signs "
+                          "them (or use NoClientCert)")
 
     def file(key: str, name: str | None) -> str | None:
         if name is None:
@@ -192,7 +199,8 @@ def _tls(value: Any, path: str, base_dir: str) -> TLSServerConfig:
 
     return TLSServerConfig(cert_file=file("cert_file", required(fields, "cert_file", path, nonempty_string)),
                            key_file=file("key_file", required(fields, "key_file", path, nonempty_string)),
-                           client_ca_file=file("client_ca_file", ca), client_auth_type=auth_type)
+                           client_ca_file=file("client_ca_file", ca), client_auth_type=auth_type,
+                           min_version=min_version)
 
 
 def _client(value: Any, path: str, base_dir: str) -> ClientConfig:

@@ -2,7 +2,8 @@
 handed to handlers as one dependency. No handler reads `X-Scope-OrgID` or `Authorization` itself.
 
 HTTP: `AuthMiddleware` (added by `rpc.http.build_app`) authenticates every request but `/healthz` and
-`/readyz` and keeps its `Caller` in the request's scope; a refused one gets 401 with
+`/readyz` from its `Authorization` header or its verified client certificate (named in the scope by
+`rpc.https`) and keeps its `Caller` in the request's scope; a refused one gets 401 with
 `WWW-Authenticate: Basic` (so a browser asks for a password) or 403. Routes then declare what they do:
 
     async def handler(tenant: ReadTenant) ...            # acts on a tenant it reads
@@ -34,6 +35,7 @@ from flamewatch.rpc.tenant import HEADER
 
 PUBLIC_PATHS = frozenset({"/healthz", "/readyz"})  # probes: they tell nothing of any tenant
 SCOPE_KEY = "flamewatch.caller"
+CERTIFICATE_NAME = "flamewatch.client_certificate"  # scope key: the verified client certificate's common name
 CHALLENGE = 'Basic realm="flamewatch", charset="UTF-8"'
 
 # -------------------------------------------------------------------------------------------------- HTTP
@@ -51,7 +53,8 @@ class AuthMiddleware:
             return
         if self.authenticator.enabled:
             try:
-                scope[SCOPE_KEY] = await self.authenticator.caller_async(_header(scope, b"authorization"))
+                scope[SCOPE_KEY] = await self.authenticator.caller_async(_header(scope, b"authorization"),
+                                                                         scope.get(CERTIFICATE_NAME))
             except Unauthenticated as exc:
                 await _refusal(send, 401, str(exc), challenge=True)
                 return

@@ -1,6 +1,7 @@
 """Every gRPC channel one Flamewatch process opens to another is made here, with the process's client
 identity: the `Authorization` every call sends and the TLS it uses (the web configuration file's
-`client` section, or the CLI's `--token` / `--basic-auth` / `--tls.*` flags).
+`client` section, or the CLI's `--token` / `--basic-auth` / `--tls.*` flags). HTTP clients to other
+services take the same identity (`http_headers`, `http_client_options`).
 
 The identity is the process's, set once at start by the CLI (`use_identity`), so the services that
 call others (the collector's sender, the querier's symbolizer client, `debuginfo upload`) need not
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import grpc
 
-from flamewatch.clientconfig import TLSConfig
+from flamewatch.clientconfig import TLSConfig, server_name_hooks, ssl_context
 
 # What a command that takes the client flags (`upload`, `debuginfo upload`) tells a user a server refused.
 CREDENTIAL_HINT = "give --token or --basic-auth (or FLAMEWATCH_TOKEN, FLAMEWATCH_BASIC_AUTH)"
@@ -44,6 +45,12 @@ def http_headers() -> dict[str, str]:
     return {"Authorization": _identity.authorization} if _identity.authorization else {}
 
 
+def http_client_options() -> dict:
+    """httpx.AsyncClient settings for HTTP calls to another service (the frontend's to the querier and
+    the collectors): the CA it trusts, the client certificate it shows, the server name it checks."""
+    return {"verify": ssl_context(_identity.tls), "event_hooks": server_name_hooks(_identity.tls)}
+
+
 def grpc_channel(address: str, options: list[tuple[str, object]] | None = None) -> grpc.aio.Channel:
     """An asyncio channel to `address` with this process's identity."""
     options = [*(options or []), *_tls_options()]
@@ -63,6 +70,29 @@ def grpc_blocking_channel(address: str, options: list[tuple[str, object]] | None
     if _identity.authorization:
         return grpc.intercept_channel(channel, _BlockingAuthorization(_identity.authorization))
     return channel
+
+
+# What gRPC says of a connection that failed on TLS, and what to change.
+_TLS_FAILURES = (
+    ("WRONG_VERSION_NUMBER", "the server does not speak TLS: remove client.tls_config (or --tls.*), or give the "
+                             "server tls_server_config"),
+    ("CERTIFICATE_VERIFY_FAILED", "the server's certificate is not signed by the CA this client trusts "
+                                  "(client.tls_config.ca_file)"),
+    ("Peer name", "the server's certificate does not name the address dialled: set client.tls_config.server_name "
+                  "to a name it carries"),
+)
+
+
+def describe_failure(error: grpc.RpcError) -> str:
+    """A failed call's status and details, with what to change when the connection failed on TLS."""
+    details = error.details() or ""
+    for marker, advice in _TLS_FAILURES:
+        if marker in details:
+            return f"{error.code().name}: {details} ({advice})"
+    if error.code() == grpc.StatusCode.UNAVAILABLE and "Socket closed" in details and _identity.tls is None:
+        return (f"{error.code().name}: {details} (if the server speaks TLS, give client.tls_config with the CA "
+                "that signed its certificate; if it requires client certificates, a cert_file and key_file)")
+    return f"{error.code().name}: {details}"
 
 
 def _channel_credentials() -> grpc.ChannelCredentials | None:

@@ -1,5 +1,8 @@
 """Listening sockets, bound before anything else starts so a taken port fails fast and clearly.
 
+With `tls` (the web configuration file's `tls_server_config`) the gRPC port speaks only TLS; the HTTP
+socket is plain here and gets its TLS from the server that runs on it (`rpc.runtime`).
+
 Every socket is exclusive: no SO_REUSEPORT, so a second process on the same port is refused instead of
 silently sharing the traffic (gRPC enables SO_REUSEPORT by default; it is turned off here). A failure
 names the address and the flag that chooses it.
@@ -8,11 +11,16 @@ names the address and the flag that chooses it.
 from __future__ import annotations
 
 import errno
+import logging
 import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import grpc
+
+from flamewatch.rpc.tls import ServerCertificates
+
+log = logging.getLogger(__name__)
 
 # A connection is closed (GOAWAY, its calls given a grace period) after about 10 minutes, so clients that
 # balance over a DNS name (the collector over a headless Service of ingesters) re-resolve it and spread
@@ -50,6 +58,7 @@ class Listeners:
     http_address: str
     grpc_address: str | None
     grpc_port: int = 0  # as bound: the one chosen when the address asked for port 0
+    tls: ServerCertificates | None = None
 
     @property
     def http_port(self) -> int:
@@ -60,16 +69,17 @@ class Listeners:
 
 
 def listen(http_address: str, grpc_address: str | None, http_flag: str = "--http-address",
-           grpc_flag: str = "--grpc-address", interceptors: Sequence[grpc.aio.ServerInterceptor] = ()) -> Listeners:
+           grpc_flag: str = "--grpc-address", interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
+           tls: ServerCertificates | None = None) -> Listeners:
     """Bind both addresses, or raise ListenError and leave nothing bound. Needs a running event loop.
     `interceptors` see every gRPC call first (the credential check of `rpc.auth`)."""
     http = bind_http(http_address, http_flag)
     try:
-        server, port = bind_grpc(grpc_address, grpc_flag, interceptors) if grpc_address else (None, 0)
+        server, port = bind_grpc(grpc_address, grpc_flag, interceptors, tls) if grpc_address else (None, 0)
     except BaseException:
         http.close()
         raise
-    return Listeners(http, server, http_address, grpc_address, port)
+    return Listeners(http, server, http_address, grpc_address, port, tls)
 
 
 def bind_http(address: str, flag: str) -> socket.socket:
@@ -90,17 +100,20 @@ def bind_http(address: str, flag: str) -> socket.socket:
     return sock
 
 
-def bind_grpc(address: str, flag: str, interceptors: Sequence[grpc.aio.ServerInterceptor] = ()
-              ) -> tuple[grpc.aio.Server, int]:
+def bind_grpc(address: str, flag: str, interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
+              tls: ServerCertificates | None = None) -> tuple[grpc.aio.Server, int]:
     """The server with its port bound, and that port."""
     host, port = parse_address(address)
     server = grpc.aio.server(options=GRPC_OPTIONS, interceptors=list(interceptors) or None)
     target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     try:
-        bound = server.add_insecure_port(target)
+        bound = server.add_insecure_port(target) if tls is None else \
+            server.add_secure_port(target, tls.grpc_credentials())
     except RuntimeError as exc:
         reason = _probe(host, port)
         raise ListenError(f"cannot listen on {address} (gRPC): {_reason(reason)}; {_advice(reason, flag)}") from exc
+    for limit in tls.grpc_limits() if tls else ():
+        log.warning("tls_server_config.%s", limit)
     return server, bound
 
 

@@ -121,14 +121,20 @@ def _size(n: int) -> str:
 
 
 def upstream_readiness(name: str, base_url: str) -> Readiness:
-    """Ready while the service at `base_url` answers its liveness check."""
+    """Ready while the service at `base_url` answers its liveness check (over TLS with the process's
+    client identity, as its other calls to the service)."""
     import httpx  # here, not at the top: only the frontend checks an upstream, and `cli` imports this module
 
+    from flamewatch.clientconfig import server_name_extensions, ssl_context
+    from flamewatch.rpc.channels import identity
+
     url = base_url.rstrip("/") + "/healthz"
+    verify, extensions = ssl_context(identity().tls), server_name_extensions(identity().tls)
 
     def answers() -> None:
         try:
-            response = httpx.get(url, timeout=HTTP_TIMEOUT_S)
+            with httpx.Client(timeout=HTTP_TIMEOUT_S, verify=verify) as client:
+                response = client.get(url, extensions=extensions)
         except httpx.HTTPError as exc:
             raise ConnectionError(f"{url} unreachable: {exc}") from exc
         if response.status_code != 200:

@@ -1,6 +1,8 @@
 """Run a process's HTTP and gRPC servers in one event loop until SIGINT/SIGTERM, then stop cleanly.
 
 The sockets come bound (`rpc.listen`), so "serving" is logged only once both servers accept requests.
+With TLS (`Listeners.tls`), uvicorn serves HTTPS through the protocol of `rpc.https`, with the
+certificates `rpc.tls` keeps current.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ async def serve(listeners: Listeners, app: FastAPI, register_grpc,
     if listeners.grpc is not None:
         register_grpc(listeners.grpc)
         await listeners.grpc.start()
-    http = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    http = uvicorn.Server(_http_config(app, listeners))
     http.install_signal_handlers = lambda: None  # the loop's handlers above own the signals
     http_task = asyncio.create_task(http.serve(sockets=[listeners.http]), name="http")
     # Freed memory goes back to the system as the process runs, so resident memory follows the caches.
@@ -42,8 +44,10 @@ async def serve(listeners: Listeners, app: FastAPI, register_grpc,
         await _started(http, http_task)
         host = listeners.http_address.rpartition(":")[0]
         grpc_host = (listeners.grpc_address or "").rpartition(":")[0]
-        log.info("serving HTTP on %s:%d%s", host, listeners.http_port,
-                 f" and gRPC on {grpc_host}:{listeners.grpc_port}" if listeners.grpc is not None else "")
+        tls = listeners.tls is not None
+        log.info("serving %s on %s:%d%s", "HTTPS" if tls else "HTTP", host, listeners.http_port,
+                 f" and gRPC{' over TLS' if tls else ''} on {grpc_host}:{listeners.grpc_port}"
+                 if listeners.grpc is not None else "")
         if ready_message:
             log.info("%s", ready_message)
         await asyncio.wait([http_task, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED)
@@ -58,6 +62,13 @@ async def serve(listeners: Listeners, app: FastAPI, register_grpc,
         if listeners.grpc is not None:
             await listeners.grpc.stop(grace=5)
         await asyncio.gather(http_task, return_exceptions=True)
+
+
+def _http_config(app: FastAPI, listeners: Listeners) -> uvicorn.Config:
+    """TLS is the protocol's (`rpc.https`), not uvicorn's: it tells clients on the wrong protocol so."""
+    from flamewatch.rpc.https import http_protocol
+
+    return uvicorn.Config(app, log_level="warning", lifespan="off", http=http_protocol(listeners.tls))
 
 
 async def _started(http: uvicorn.Server, task: asyncio.Task) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 
-from flamewatch.clientconfig import authorization_header, ssl_context
+from flamewatch.clientconfig import authorization_header, server_name_hooks, ssl_context
 from flamewatch.scrapeconfig import ScrapeConfig
 
 
@@ -14,4 +14,5 @@ def client_for(job: ScrapeConfig) -> httpx.AsyncClient:
     if authorization:
         headers["Authorization"] = authorization
     return httpx.AsyncClient(headers=headers, verify=ssl_context(job.tls_config), follow_redirects=True,
-                             limits=httpx.Limits(max_connections=None, max_keepalive_connections=64))
+                             limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
+                             event_hooks=server_name_hooks(job.tls_config))

@@ -24,7 +24,7 @@ from prometheus_client import Counter, Gauge
 
 from flamewatch.api.flamewatch.v1 import ingest_pb2, ingest_pb2_grpc, types_pb2
 from flamewatch.ratelimitedlog import RateLimitedLog
-from flamewatch.rpc.channels import grpc_channel
+from flamewatch.rpc.channels import describe_failure, grpc_channel
 from flamewatch.rpc.errors import RETRY_AFTER
 from flamewatch.rpc.labelpairs import label_pairs
 from flamewatch.rpc.tenant import HEADER
@@ -137,7 +137,7 @@ class Sender:
                     log.warning("the ingester refused %d profiles: %s", len(batch), exc.details())
                     return
                 log.info("sending %d profiles to %s failed (%s), retrying in %.1f s", len(batch), self._address,
-                         exc.code().name, backoff)
+                         describe_failure(exc), backoff)
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, self._max_backoff_s)
 

@@ -19,9 +19,12 @@ from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 
 from flamewatch.rpc.auth import AnyCaller
+from flamewatch.rpc.channels import http_headers
 from flamewatch.rpc.errors import NotFoundError
 
-# The credential goes on with the request: the querier (and collector) decide what it may see.
+# The user's credential goes on with the request: the querier (and collector) decide what it may see. A
+# request without one (a frontend that lets its users in by their client certificates) goes on with
+# the frontend's own (`client` of the web configuration file); its TLS client certificate is shown always.
 _FORWARDED_HEADERS = ("x-scope-orgid", "authorization", "accept", "content-type")
 # Only what the querier answers, which the frontend passes on in every mode: the scrape targets are
 # the collector's (its own address when split), so the page names them without a link.
@@ -131,15 +134,22 @@ def collector_proxy_router(collector_urls: Sequence[str], client: httpx.AsyncCli
 async def _targets(client: httpx.AsyncClient, url: str, request: Request) -> tuple[list[dict], str | None]:
     """One collector's active targets, or none and why."""
     try:
-        upstream = await client.get(url, params=request.query_params)
+        upstream = await client.get(url, params=request.query_params, headers=_upstream_headers(request))
         upstream.raise_for_status()
         return upstream.json()["data"]["activeTargets"], None
     except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
         return [], f"the collector at {url} did not list its targets: {exc or type(exc).__name__}"
 
 
+def _upstream_headers(request: Request) -> dict[str, str]:
+    headers = {k.lower(): v for k, v in request.headers.items() if k.lower() in _FORWARDED_HEADERS}
+    if "authorization" not in headers:
+        headers.update({k.lower(): v for k, v in http_headers().items()})
+    return headers
+
+
 async def _forward(client: httpx.AsyncClient, url: str, request: Request) -> Response:
-    headers = {k: v for k, v in request.headers.items() if k.lower() in _FORWARDED_HEADERS}
+    headers = _upstream_headers(request)
     upstream = await client.request(request.method, url, params=request.query_params, headers=headers,
                                     content=await request.body())
     kept = {k: v for k, v in upstream.headers.items() if k.lower() in ("content-type", "content-disposition")}

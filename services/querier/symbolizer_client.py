@@ -12,7 +12,7 @@ import grpc
 from flamewatch.api.flamewatch.v1 import symbolizer_pb2 as pb
 from flamewatch.api.flamewatch.v1 import symbolizer_pb2_grpc
 from flamewatch.querier.symbolization import ObjectAddresses, ObjectAnswer, SymbolizerUnavailable
-from flamewatch.rpc.channels import grpc_blocking_channel
+from flamewatch.rpc.channels import describe_failure, grpc_blocking_channel
 from flamewatch.rpc.listen import GRPC_OPTIONS
 from flamewatch.rpc.tenant import HEADER
 
@@ -31,7 +31,7 @@ class GrpcSymbolizer:
         try:
             response = self._stub.Symbolize(request, timeout=self._timeout, metadata=((HEADER, tenant),))
         except grpc.RpcError as exc:
-            raise SymbolizerUnavailable(f"{self.address}: {exc.code().name}: {exc.details()}") from exc
+            raise SymbolizerUnavailable(f"{self.address}: {describe_failure(exc)}") from exc
         return [_answer(o) for o in response.objects]
 
     def close(self) -> None:

@@ -18,7 +18,7 @@ import grpc
 
 from flamewatch.api.flamewatch.v1 import symbolizer_pb2 as pb
 from flamewatch.api.flamewatch.v1 import symbolizer_pb2_grpc
-from flamewatch.rpc.channels import CREDENTIAL_HINT, grpc_blocking_channel
+from flamewatch.rpc.channels import CREDENTIAL_HINT, describe_failure, grpc_blocking_channel
 from flamewatch.rpc.tenant import HEADER
 from flamewatch.symbolizer.elf import read_elf
 from flamewatch.symbolizer.errors import BuildIdMismatch, DebuginfoError
@@ -48,7 +48,7 @@ def upload_debuginfo(files: Sequence[Path], address: str, timeout: float, tenant
 
 def _refusal(exc: grpc.RpcError, address: str) -> str:
     code = exc.code()
-    said = f"({code.name}): {exc.details()}"
+    said = f"({code.name}): {describe_failure(exc).partition(': ')[2]}"  # the details, and TLS advice if any
     if code == grpc.StatusCode.UNAVAILABLE:
         return f"cannot reach {address} {said}"
     if code == grpc.StatusCode.UNAUTHENTICATED:

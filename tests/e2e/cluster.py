@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -53,21 +54,26 @@ class Service:
     http_port: int = field(default_factory=free_port)
     grpc_port: int = field(default_factory=free_port)
     process: subprocess.Popen | None = None
+    tls: ssl.SSLContext | None = None  # how the test reaches a service that serves HTTPS (its CA, a client cert)
+    grpc: bool = True  # False: the frontend, with an HTTP port only
+    storage_flagged: bool = True  # False: the collector and the frontend, which open no storage
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.http_port}"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.http_port}"
 
     @property
     def grpc_address(self) -> str:
         return f"127.0.0.1:{self.grpc_port}"
 
     def argv(self) -> list[str]:
-        return [str(FLAMEWATCH), self.command,
-                "--http-address", f"127.0.0.1:{self.http_port}", "--grpc-address", self.grpc_address,
+        grpc = ["--grpc-address", self.grpc_address] if self.grpc else []
+        return [str(FLAMEWATCH), self.command, "--http-address", f"127.0.0.1:{self.http_port}", *grpc,
                 *self.storage_flags(), *self.flags]
 
     def storage_flags(self) -> list[str]:
+        if not self.storage_flagged:
+            return []
         s = self.storage
         return ["--storage.postgres-dsn", s.dsn, "--storage.s3.bucket", s.bucket,
                 "--storage.s3.endpoint", s.minio.endpoint, "--storage.s3.access-key", s.minio.access_key,
@@ -128,13 +134,28 @@ class Service:
                 raise RuntimeError(f"{self.name} exited with {self.process.returncode} before it was ready:\n"
                                    f"{self.log_text()}")
             try:
-                if httpx.get(f"{self.url}/readyz", timeout=1).status_code == 200:
+                if httpx.get(f"{self.url}/readyz", timeout=1, verify=self.tls or True).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass
             time.sleep(0.05)
         self.stop()
         raise TimeoutError(f"{self.name} not ready at {self.url}/readyz after {READY_TIMEOUT_S}s:\n{self.log_text()}")
+
+
+@contextlib.contextmanager
+def running(*services: Service) -> Iterator[None]:
+    """The services started in order; at the end every one stopped, each of them bound to exit 0 on
+    SIGTERM (checked only when the body succeeded, so its own failure stays the one reported)."""
+    try:
+        for service in services:
+            service.start()
+        yield
+    finally:
+        codes = {service.name: service.stop() for service in services}
+    unclean = {name: code for name, code in codes.items() if code not in (0, None)}
+    assert not unclean, f"services did not exit cleanly on SIGTERM: {unclean}\n" + "\n".join(
+        f"==== {service.name} ====\n{service.log_text()}" for service in services if service.name in unclean)
 
 
 class Cluster:

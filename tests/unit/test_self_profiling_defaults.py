@@ -6,8 +6,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from flamewatch.cli import SELF_SCRAPE, build_parser
+from flamewatch.cli import build_parser
+from flamewatch.clientconfig import TLSConfig
+from flamewatch.rpc.channels import ClientIdentity
 from flamewatch.scrapeconfig import parse_config
+from flamewatch.selfprofile.scrape_config import self_scrape_config
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMANDS = {"ingester": [], "querier": [], "collector": ["--config.file", "x.yaml"], "frontend": [], "all": []}
@@ -22,10 +25,20 @@ def test_heap_tracking_is_off_unless_asked(command):
 
 @pytest.mark.parametrize("heap", [False, True])
 def test_the_built_in_self_scrape_asks_for_the_heap_only_when_it_is_tracked(heap):
-    config = parse_config(SELF_SCRAPE.format(address="127.0.0.1:8080", heap=str(heap).lower(), auth=""), "built-in")
+    config = parse_config(self_scrape_config("127.0.0.1:8080", heap, ClientIdentity()), "built-in")
     endpoints = config.scrape_configs[0].profiling_config.endpoints()
     assert sorted(endpoints) == (["memory", "process_cpu"] if heap else ["process_cpu"])
-    assert config.scrape_configs[0].authorization is None
+    job = config.scrape_configs[0]
+    assert (job.authorization, job.scheme, job.tls_config) == (None, "http", None)
+
+
+def test_the_self_scrape_shows_the_process_s_credential_and_uses_its_tls():
+    tls = TLSConfig(ca_file="/etc/fw/ca.crt", cert_file="/etc/fw/all.crt", key_file="/etc/fw/all.key",
+                    server_name="flamewatch.internal")
+    text = self_scrape_config("127.0.0.1:8080", False, ClientIdentity("Bearer s3cret", tls))
+    job = parse_config(text, "built-in").scrape_configs[0]
+    assert (job.scheme, job.tls_config) == ("https", tls)
+    assert (job.authorization.type, job.authorization.credentials) == ("Bearer", "s3cret")
 
 
 def test_make_run_does_not_scrape_a_heap_flamewatch_does_not_track():

@@ -34,6 +34,7 @@ def _mtls(config: WebConfig) -> None:
     assert config.tls.client_ca_file == str(TESTDATA / "ca.crt")
     assert config.authenticates  # by the certificate's common name
     assert config.client.tls.ca_file == str(TESTDATA / "ca.crt")
+    assert config.tls.min_version == "TLS13"
 
 
 def _empty(config: WebConfig) -> None:
@@ -62,6 +63,9 @@ EXPECTED_ERRORS = {
                               "passwords",
     "plain_token.bad.yml": 'bearer_tokens.ci: expected "sha256:" and 64 lowercase hex digits (flamewatch web '
                            "hash-token makes it): the file holds hashes of tokens, never the tokens",
+    "require_any_without_ca.bad.yml": "tls_server_config.client_auth_type: RequireAnyClientCert needs client_ca_file "
+                                      "here: Flamewatch's TLS checks every client certificate it asks for, so name "
+                                      "the CA that signs them (or use NoClientCert)",
     "same_name.bad.yml": 'bearer_tokens.ci: "ci" is also a user of basic_auth_users: give each credential a name of '
                          "its own, access is given by name",
     "same_token.bad.yml": "bearer_tokens.ci2: the same token as bearer_tokens.ci: give each its own",

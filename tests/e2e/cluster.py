@@ -144,7 +144,7 @@ class Service:
 
 
 @contextlib.contextmanager
-def running(*services: Service) -> Iterator[None]:
+def running_services(*services: Service) -> Iterator[None]:
     """The services started in order; at the end every one stopped, each of them bound to exit 0 on
     SIGTERM (checked only when the body succeeded, so its own failure stays the one reported)."""
     try:

@@ -21,7 +21,7 @@ import grpc
 import httpx
 import pytest
 from e2e.allinone import stop
-from e2e.cluster import FLAMEWATCH, FLUSH_INTERVAL_S, Service, Storage, running
+from e2e.cluster import FLAMEWATCH, FLUSH_INTERVAL_S, Service, Storage, running_services
 from e2e.tls import PKI, served_serial
 from infra.ports import free_port
 from infra.stringtable import interner
@@ -75,7 +75,7 @@ class Stack:
 @pytest.fixture(scope="module")
 def stack(e2e_storage: Storage, pki: PKI, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     s = Stack(e2e_storage, pki, tmp_path_factory.mktemp("tls-stack"))
-    with s.http, running(*s.services()):
+    with s.http, running_services(*s.services()):
         yield s
 
 
@@ -103,7 +103,7 @@ def test_split_services_call_each_other_with_mtls(stack: Stack, pki: PKI, go_tar
     frontend = Service("frontend", "frontend", None, tmp_path / "frontend.log", (
         "--querier.url", stack.querier.url, "--collector.url", f"{collector.url},{collector.url}",
         "--web.config.file", str(pki.web_config("frontend"))), tls=tester, grpc=False, storage_flagged=False)
-    with running(collector, frontend):
+    with running_services(collector, frontend):
         _check_the_whole_path(stack, frontend)
 
     profile = tmp_path / "cpu.pb.gz"  # our CLI with --tls.* over HTTPS, as a user uploads a file
@@ -192,7 +192,7 @@ def test_certificates_replaced_while_pushes_continue_refuse_no_push(stack: Stack
     ingester = Service("ingester", "rotating-ingester", stack.ingester.storage, tmp_path / "ingester.log",
                        ("--web.config.file", str(pki.web_config("ingester", server="rotating")), "--flush-interval",
                         str(FLUSH_INTERVAL_S), "--compaction.interval", "0"), tls=pki.client_context())
-    with running(ingester):
+    with running_services(ingester):
         before = served_serial(ingester.http_port, pki.ca.cert)
         assert served_serial(ingester.grpc_port, pki.ca.cert, alpn="h2") == before
         pushes = _Pushes(stack, pki, ingester)

@@ -41,6 +41,8 @@ class WebSecurity:
     @staticmethod
     def load(path: str | None, in_process: bool = False) -> WebSecurity:
         config = load_web_config(path) if path else WebConfig()
+        if path:
+            log.info("web configuration %s: %s", path, _summary(config))
         server_tls = ServerCertificates(config.tls, config.source) if config.tls else None
         identity = ClientIdentity(authorization_header(config.client.basic_auth, config.client.authorization),
                                   config.client.tls)
@@ -54,8 +56,6 @@ class WebSecurity:
                              access=access)
             identity = replace(identity, authorization=f"Bearer {token}")
         use_identity(identity)
-        if path:
-            log.info("web configuration %s: %s", path, _summary(config))
         return WebSecurity(config, Authenticator(config), server_tls)
 
     def warn_if_open(self, *addresses: str | None) -> None:

@@ -391,9 +391,9 @@ def _with_port(address: str, port: int) -> str:
 
 
 def _browsable(address: str) -> str:
-    """host:port as a browser on this machine reaches it: a wildcard host is localhost."""
+    """host:port as a browser on this machine reaches it: a wildcard or loopback host is localhost."""
     host, _, port = address.rpartition(":")
-    return f"{'localhost' if host in ('', '0.0.0.0', '::', '[::]') else host}:{port}"
+    return f"{'localhost' if host in ('', '0.0.0.0', '::', '[::]', '127.0.0.1') else host}:{port}"
 
 
 def routers_of_all(ingester, querier, collector, ui_dir: Path | None = DEFAULT_UI_DIR) -> list:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from e2e.calls import settled
 from e2e.cluster import FLAMEWATCH, Cluster, Service, Storage, running
-from e2e.credentials import ADMIN, ALICE, CI, EVERYONE, write_web_config
+from e2e.credentials import ADMIN, ALICE, CI, EVERYONE, VIEWER, write_web_config
 from infra import native
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.s3, pytest.mark.go, pytest.mark.gcc]
@@ -111,9 +111,12 @@ def test_debuginfo_upload_by_an_admin_is_stored(secured: Cluster, elf: Path, arg
 @pytest.mark.parametrize(("args", "env", "message"), [
     ((), {}, f"asks for credentials (UNAUTHENTICATED): {NO_CREDENTIALS}; {HINT}"),
     (("--token", "not-a-token-we-know"), {}, f"asks for credentials (UNAUTHENTICATED): unknown bearer token; {HINT}"),
-    ((), {"FLAMEWATCH_TOKEN": CI.secret}, "refused this credential (PERMISSION_DENIED): ci may not upload debug "
-                                          "information: it needs admin in the web configuration's access"),
-], ids=["none", "unknown-token", "not-admin"])
+    (("--shared",), {"FLAMEWATCH_TOKEN": CI.secret}, "refused this credential (PERMISSION_DENIED): ci may not upload "
+                                                     "to the shared debug information: it needs admin in the web "
+                                                     "configuration's access"),
+    ((), {"FLAMEWATCH_TOKEN": VIEWER.secret}, "refused this credential (PERMISSION_DENIED): viewer may not write any "
+                                              "tenant"),
+], ids=["none", "unknown-token", "shared-not-admin", "read-only"])
 def test_debuginfo_upload_refused_says_why_in_one_line(secured: Cluster, elf: Path, args: tuple[str, ...],
                                                        env: dict[str, str], message: str):
     done = debuginfo_upload(secured, elf, *args, **env)

@@ -145,8 +145,9 @@ def test_only_an_admin_uploads_to_the_shared_set_which_names_every_tenant_by_bui
     refused = server.upload(str(shared.path), "--basic-auth", "bob:bob-pw", "--shared")
     assert refused.returncode == 1
     assert refused.stderr.strip() == (
-        f"flamewatch debuginfo upload: {shared.path}: refused by {server.grpc_address} (PERMISSION_DENIED): bob "
-        "may not upload to the shared debug information: it needs admin in the web configuration's access")
+        f"flamewatch debuginfo upload: {shared.path}: {server.grpc_address} refused this credential "
+        "(PERMISSION_DENIED): bob may not upload to the shared debug information: it needs admin in the web "
+        "configuration's access")
     assert not [k for k in server.debuginfo_keys() if SHARED_ID in k]
 
     done = server.upload(str(shared.path), "--token", OPS_TOKEN, "--shared")

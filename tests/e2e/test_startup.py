@@ -207,10 +207,10 @@ def test_port_zero_picks_free_ports_and_the_built_in_configuration_scrapes_them(
                                    stdin=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + READY_S
-        while "Flamewatch is ready: open http://127.0.0.1:" not in log.read_text():
+        while "Flamewatch is ready: open http://localhost:" not in log.read_text():
             assert process.poll() is None and time.monotonic() < deadline, log.read_text()
             time.sleep(0.1)
-        port = int(log.read_text().split("Flamewatch is ready: open http://127.0.0.1:")[1].split()[0])
+        port = int(log.read_text().split("Flamewatch is ready: open http://localhost:")[1].split()[0])
         instances: set[str] = set()
         while not instances and time.monotonic() < deadline:  # discovery runs just after the start
             targets = httpx.get(f"http://127.0.0.1:{port}/api/v1/targets", timeout=10).json()["data"]

@@ -15,6 +15,7 @@ import pytest
 import yaml
 from cryptography import x509
 
+from flamewatch.auth.caller import Action, Authenticator
 from flamewatch.auth.webconfig import load_web_config
 
 REPO = Path(__file__).resolve().parents[2]
@@ -48,8 +49,6 @@ def test_the_web_configuration_loads_and_its_passwords_and_tokens_are_those_of_t
     assert config.client.authorization.credentials_file == str(web / "flamewatch.token")
     for user in ("admin", "grafana"):
         assert bcrypt.checkpw((web / f"{user}.password").read_bytes(), bytes(config.users[user]))
-    from flamewatch.auth.caller import Action, Authenticator
-
     authenticator = Authenticator(config)
     agent = authenticator.caller("Bearer " + (web / "agent.token").read_text())
     assert agent.tenant(Action.WRITE, None) == "anonymous"

@@ -58,8 +58,9 @@ USER 10001:10001
 WORKDIR /var/lib/flamewatch
 EXPOSE 8080 8081
 # Healthy means the service answers /readyz on the port of its FLAMEWATCH_HTTP_ADDRESS (8080 when unset,
-# the port of `all` and `frontend`); python, not curl, so the image needs nothing more.
+# the port of `all` and `frontend`), over https when FLAMEWATCH_WEB_CONFIG_FILE names a web configuration
+# with tls_server_config (flamewatch/healthcheck.py); python, not curl, so the image needs nothing more.
 HEALTHCHECK --interval=5s --timeout=4s --start-period=60s --retries=5 \
-    CMD ["python3", "-c", "import os, urllib.request; port = os.environ.get('FLAMEWATCH_HTTP_ADDRESS', ':8080').rpartition(':')[2]; urllib.request.urlopen(f'http://127.0.0.1:{port}/readyz', timeout=3)"]
+    CMD ["python3", "-m", "flamewatch.healthcheck"]
 ENTRYPOINT ["flamewatch"]
 CMD ["all", "--http-address", ":8080", "--grpc-address", ":8081"]

@@ -84,6 +84,7 @@ class HTTPSProtocol(AutoHTTPProtocol):
 
     async def _start(self, raw: asyncio.Transport) -> None:
         try:
+            _stop_reading(raw)
             first = await _first_byte(raw)
             if first is None:
                 raw.abort()
@@ -133,6 +134,18 @@ class HTTPSProtocol(AutoHTTPProtocol):
         super().shutdown()
         if idle:
             self.transport.abort()
+
+
+def _stop_reading(raw: asyncio.Transport) -> None:
+    """Make the transport read nothing until the handshake, on every Python 3.11.
+
+    Python 3.11.2 (Debian 12's) starts reading after `connection_made` even when it paused the
+    transport (later versions honour the pause): the ClientHello would go to `data_received` instead of
+    the handshake, and the peek would find the socket empty. Resuming and pausing again, once the
+    transport has started, removes its reader and cancels a read already queued (this runs before the
+    loop hands it any event: the task was scheduled by `connection_made`)."""
+    raw.resume_reading()
+    raw.pause_reading()
 
 
 async def _first_byte(raw: asyncio.Transport) -> int | None:

@@ -10,7 +10,6 @@ container on the compose network instead.
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import os
 import time
@@ -29,10 +28,6 @@ from infra.waiting import wait_for
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1200)]
 
 REPO = Path(__file__).resolve().parents[2]
-# Tagged per checkout: two checkouts testing at once on one engine must not run each other's build.
-CHECKOUT = hashlib.sha256(str(REPO).encode()).hexdigest()[:12]
-IMAGE = f"flamewatch-test/flamewatch:{CHECKOUT}"
-DEMO_IMAGE = f"flamewatch-test/demo:{CHECKOUT}"
 SERVICES = ["postgres", "minio", "ingester", "querier", "symbolizer", "collector", "frontend", "demo"]
 CPU = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
 GOROUTINES = "goroutine:goroutine:count:goroutine:count"
@@ -44,36 +39,23 @@ PUSHES = 12
 @dataclass
 class Stack:
     compose: docker.Compose
+    images: docker.CheckoutImages
     ui: str  # the frontend, published on a free host port
     ingest: str  # the ingester's HTTP port, published likewise
     up_started: float  # time.monotonic() when `docker compose up` began
-    build_s: float
     up_s: float
 
 
 @pytest.fixture(scope="module")
-def stack(docker_base_images: dict[str, str]) -> Iterator[Stack]:
+def stack(compose_images: docker.CheckoutImages) -> Iterator[Stack]:
     ui_port, ingest_port = free_port(), free_port()
-    env = {**docker_base_images, "FLAMEWATCH_IMAGE": IMAGE, "FLAMEWATCH_DEMO_IMAGE": DEMO_IMAGE,
-           "FLAMEWATCH_UI_PORT": f"127.0.0.1:{ui_port}", "FLAMEWATCH_INGEST_PORT": f"127.0.0.1:{ingest_port}"}
+    env = {**compose_images.env, "FLAMEWATCH_UI_PORT": f"127.0.0.1:{ui_port}",
+           "FLAMEWATCH_INGEST_PORT": f"127.0.0.1:{ingest_port}"}
     compose = docker.Compose(project=f"flamewatch-test-{os.getpid()}", env=env)
-    previous = {tag: docker.image_id(tag) for tag in (IMAGE, DEMO_IMAGE)}
     started = time.monotonic()
-    compose.run("build", "ingester", "demo", timeout=1800)
-    built = time.monotonic()
-    for tag, image_id in previous.items():
-        docker.forget_superseded(tag, image_id)
-    try:
-        compose.run("up", "--detach", "--wait", "--wait-timeout", str(UP_TIMEOUT_S), *SERVICES,
-                    timeout=UP_TIMEOUT_S + 60)
-        yield Stack(compose, f"http://127.0.0.1:{ui_port}", f"http://127.0.0.1:{ingest_port}", built,
-                    built - started, time.monotonic() - built)
-    except docker.DockerError as exc:
-        raise AssertionError(f"{exc}\n{compose.logs()}") from exc
-    finally:
-        (docker.STATE_DIR / f"{compose.project}.log").write_text(compose.logs())
-        compose.down()
-        docker.trim_build_cache()
+    with compose.started(SERVICES, UP_TIMEOUT_S):
+        yield Stack(compose, compose_images, f"http://127.0.0.1:{ui_port}", f"http://127.0.0.1:{ingest_port}",
+                    started, time.monotonic() - started)
 
 
 def query(stack: Stack, selector: str, **params: str) -> dict:
@@ -91,7 +73,7 @@ def test_the_demos_hot_function_shows_in_a_flamegraph_through_the_frontend(stack
 
     found = wait_for(hot, 90, "the demo's CPU flamegraph through the frontend")
     first = time.monotonic() - stack.up_started
-    print(f"\ncompose build {stack.build_s:.0f} s; up until healthy {stack.up_s:.0f} s; "
+    print(f"\ncompose build {stack.images.build_s:.0f} s; up until healthy {stack.up_s:.0f} s; "
           f"up until the first flamegraph {first:.0f} s ({sorted(found)})")
     page = httpx.get(stack.ui + "/", timeout=10)
     assert page.status_code == 200 and "<title>Flamewatch</title>" in page.text  # the UI build, not the fallback
@@ -163,16 +145,19 @@ def test_containers_talk_only_on_the_compose_network(stack: Stack):
 
 
 def test_the_image_runs_flamewatch_as_user_10001_with_no_build_tools(stack: Stack):
-    [image] = json.loads(docker.docker("image", "inspect", IMAGE))
+    image_tag = stack.images.flamewatch
+    [image] = json.loads(docker.docker("image", "inspect", image_tag))
     config = image["Config"]
     assert config["User"] == "10001:10001"
-    assert config["Entrypoint"] == ["flamewatch"] and config["Cmd"] == ["all"]
-    assert "/readyz" in " ".join(config["Healthcheck"]["Test"])
-    tools = docker.docker("run", "--rm", "--entrypoint", "sh", IMAGE, "-c",
+    # every interface in a container (`flamewatch all` alone listens on loopback)
+    assert config["Entrypoint"] == ["flamewatch"]
+    assert config["Cmd"] == ["all", "--http-address", ":8080", "--grpc-address", ":8081"]
+    assert config["Healthcheck"]["Test"] == ["CMD", "python3", "-m", "flamewatch.healthcheck"]  # GET /readyz
+    tools = docker.docker("run", "--rm", "--entrypoint", "sh", image_tag, "-c",
                           "for t in gcc cc g++ make npm node git; do command -v $t; done; true")
     assert tools.strip() == ""
-    print(f"\nimage {IMAGE}: {docker.image_size(IMAGE) / 1e6:.0f} MB; demo image "
-          f"{docker.image_size(DEMO_IMAGE) / 1e6:.1f} MB")
+    print(f"\nimage {image_tag}: {docker.image_size(image_tag) / 1e6:.0f} MB; demo image "
+          f"{docker.image_size(stack.images.demo) / 1e6:.1f} MB")
     # every Flamewatch service ran with a read-only root filesystem and turned healthy
     for container in stack.compose.containers():
         if container["Service"] in {"ingester", "querier", "symbolizer", "collector", "frontend"}:
@@ -185,7 +170,7 @@ def test_the_image_alone_runs_flamewatch_all_on_a_read_only_root(stack: Stack):
     """`docker run flamewatch`: every service in one process, embedded Postgres in the data directory."""
     name = f"{stack.compose.project}-all"
     docker.docker("run", "--detach", "--name", name, "--read-only", "--tmpfs", "/tmp",
-                  "--tmpfs", "/var/lib/flamewatch:uid=10001,gid=10001", IMAGE)
+                  "--tmpfs", "/var/lib/flamewatch:uid=10001,gid=10001", stack.images.flamewatch)
     try:
         def health() -> str:
             return json.loads(docker.docker("container", "inspect", name))[0]["State"]["Health"]["Status"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,9 +68,10 @@ class CertificateAuthority:
         return authority
 
     def issue(self, common_name: str, client: bool = False, file_name: str | None = None,
-              directory: Path | None = None) -> Issued:
-        """A leaf certificate: a server's for 127.0.0.1 and localhost, or (client) a caller's named
-        `common_name`. Written as <file_name or common_name>.crt and .key."""
+              directory: Path | None = None, names: Sequence[str] = ()) -> Issued:
+        """A leaf certificate: a server's for 127.0.0.1, localhost and the DNS `names` (a compose
+        network's service names), or (client) a caller's named `common_name`. Written as <file_name or
+        common_name>.crt and .key."""
         key = ec.generate_private_key(ec.SECP256R1())
         now = datetime.datetime.now(datetime.UTC)
         usage = ExtendedKeyUsageOID.CLIENT_AUTH if client else ExtendedKeyUsageOID.SERVER_AUTH
@@ -82,7 +84,8 @@ class CertificateAuthority:
                    .add_extension(x509.ExtendedKeyUsage([usage]), critical=False))
         if not client:
             builder = builder.add_extension(x509.SubjectAlternativeName(
-                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+                [x509.DNSName("localhost"), *map(x509.DNSName, names),
+                 x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
         certificate = builder.sign(self.key, hashes.SHA256())
         where = directory or self.directory
         name = file_name or common_name

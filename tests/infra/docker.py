@@ -8,7 +8,9 @@ that tag is missing, so a warm run (dockerd's image store persists) builds nothi
 
 - `Engine`: the `dockerd` answering on the default socket; started (and later stopped) when none answers.
 - `base_images()`: the compose variables naming the locally built base images.
-- `Compose`: `docker compose` (v2, built by `make` into `.cache/bin/docker-compose`) on one project.
+- `checkout_images()`: the Flamewatch and demo images of this checkout, built by `docker compose build`.
+- `Compose`: `docker compose` (v2, built by `make` into `.cache/bin/docker-compose`) on one project;
+  `Compose.started()` brings services up until healthy and takes them down after.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ import subprocess
 import tarfile
 import tempfile
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -285,3 +288,45 @@ class Compose:
 
     def down(self) -> None:
         self.run("down", "--volumes", "--remove-orphans", "--timeout", "10", check=False)
+
+    @contextmanager
+    def started(self, services: Sequence[str], timeout_s: int) -> Iterator[Compose]:
+        """`up --wait` until every service is healthy (an AssertionError with their logs if not); on leaving,
+        their logs go to .cache/docker/<project>.log and the project is taken down with its volumes."""
+        try:
+            self.run("up", "--detach", "--wait", "--wait-timeout", str(timeout_s), *services, timeout=timeout_s + 60)
+            yield self
+        except DockerError as exc:
+            raise AssertionError(f"{exc}\n{self.logs()}") from exc
+        finally:
+            STATE_DIR.mkdir(parents=True, exist_ok=True)
+            (STATE_DIR / f"{self.project}.log").write_text(self.logs())
+            self.down()
+            trim_build_cache()
+
+
+# ------------------------------------------------------------------------------------------ this checkout's images
+
+
+@dataclass(frozen=True)
+class CheckoutImages:
+    flamewatch: str
+    demo: str
+    env: dict[str, str]  # the compose variables naming them and the base images
+    build_s: float
+
+
+def checkout_images(base_images: Mapping[str, str]) -> CheckoutImages:
+    """The Flamewatch and demo images of docker-compose.yml built from this checkout (a warm layer cache
+    rebuilds only what changed), tagged per checkout so that two checkouts testing on one engine do not
+    run each other's build; the images a rebuild replaces are removed."""
+    checkout = hashlib.sha256(str(REPO_ROOT).encode()).hexdigest()[:12]
+    flamewatch, demo = f"{TAG_PREFIX}/flamewatch:{checkout}", f"{TAG_PREFIX}/demo:{checkout}"
+    env = {**base_images, "FLAMEWATCH_IMAGE": flamewatch, "FLAMEWATCH_DEMO_IMAGE": demo}
+    previous = {tag: image_id(tag) for tag in (flamewatch, demo)}
+    started = time.monotonic()
+    Compose(project=f"{TAG_PREFIX}-build-{checkout}", env=env).run("build", "ingester", "demo",
+                                                                   timeout=BUILD_TIMEOUT_S)
+    for tag, previous_id in previous.items():
+        forget_superseded(tag, previous_id)
+    return CheckoutImages(flamewatch, demo, env, time.monotonic() - started)

@@ -410,15 +410,24 @@ def versus(row: Row, rows: list[Row]) -> float | None:
     return None if base is None else 100 * (row.median / base.median - 1)
 
 
+def paired(row: Row, rows: list[Row]) -> float | None:
+    """The median over rounds of each round's percent against the plain mode in that round: the modes
+    of a round run minutes apart, so this leaves out what the machine's load did between rounds."""
+    base = next((r for r in rows if r.mode.name == row.mode.baseline and r.client == row.client), None)
+    if base is None or base is row:
+        return None
+    return statistics.median(100 * (mine.cpu_ms / theirs.cpu_ms - 1) for mine, theirs in zip(row.rounds, base.rounds))
+
+
 def table(rows: list[Row]) -> str:
-    lines = ["| mode | client | CPU ms per profile, median (min, max) | vs plain (%) | goal met (< 10 %)? |",
-             "|---|---|---|---|---|"]
+    lines = ["| mode | client | CPU ms per profile, median (min, max) | vs plain (%) | paired by round | "
+             "goal met (< 10 %)? |", "|---|---|---|---|---|---|"]
     for row in rows:
-        pct = versus(row, rows)
-        against = "" if pct is None else f"{pct:+.1f} % vs {row.mode.baseline}"
+        pct, by_round = versus(row, rows), paired(row, rows)
+        against = "" if pct is None else f"{pct:+.1f} % vs {row.mode.baseline} | {by_round:+.1f} %"
         met = "(baseline)" if pct is None else ("yes" if pct < GOAL_PERCENT else "NO")
         lines.append(f"| {row.mode.name} | {row.client} | {row.median:.2f} ({min(row.cpu_ms):.2f}, "
-                     f"{max(row.cpu_ms):.2f}) | {against} | {met} |")
+                     f"{max(row.cpu_ms):.2f}) | {against or ' | '} | {met} |")
     return "\n".join(lines)
 
 
@@ -505,7 +514,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30.0, help="seconds of pushes per mode, client and round")
     parser.add_argument("--rate", type=float, default=6.4, help="pushes a second (6.4: soak.py's 32 instances, "
                         "a CPU and an allocs pprof each every 10 s)")
-    parser.add_argument("--warmup", type=int, default=16, help="pushes per client before a mode's rounds")
+    parser.add_argument("--warmup", type=int, default=64, help="pushes per client before a mode's rounds (64: "
+                        "every series once, so no round pays for creating them)")
     parser.add_argument("--idle", type=float, default=3.0, help="seconds of the server's idle CPU per start")
     parser.add_argument("--corpus", type=int, default=12, help="captured profiles of each kind to replay")
     parser.add_argument("--modes", nargs="*", default=None, choices=[m.slug for m in MODES],

@@ -4,7 +4,8 @@ plain HTTP at the bench's push rate).
     .venv/bin/python bench/security_cost.py [--rounds 3] [--seconds 30] [--rate 6.4] [--profile 10]
 
 For each mode a fresh `flamewatch all` (embedded Postgres, filesystem objects, no self-scrape, no
-compaction) starts with the web configuration file of that mode (none for the plain ones):
+compaction) starts with the web configuration file of that mode (none for the plain ones), and all of
+them run side by side for the whole benchmark:
 
     plain HTTP                    no file: POST /ingest as today
     basic auth                    basic_auth_users (bcrypt, cost 10) and access
@@ -27,15 +28,20 @@ time whatever the answers before it), with two kinds of client:
 
 The figure is the server process's CPU (utime + stime of the `flamewatch all` process from
 /proc/<pid>/stat, its children excluded; the embedded Postgres is its own process and not counted)
-from the first push of a round to the last answer, divided by the pushes acknowledged. Each round
-restarts every mode (the modes take turns, so a change in the machine's load falls on all of them);
-the table gives the median of `--rounds` with min and max, and the median against the plain mode of the
-same protocol and client. The client is checked not to be the bottleneck: pushes sent late against
-their schedule, the achieved rate, and the client's CPU (this process) as a share of a core.
+from the first push of a slice to its last answer, summed over a round's slices and divided by the
+pushes acknowledged. The modes and clients take turns in slices of `--slice` seconds (10), in an order
+that rotates, until each has had `--seconds` (30) in the round: on a shared machine the CPU a push costs
+moves by 10-20 % from minute to minute, and taking turns puts every mode under the same moves (runs of
+one mode after the other, each on its own start, differed more between rounds than the modes differed
+from each other). Each server is warmed up first (every series created by both clients) and its idle
+CPU read. The table gives the median of `--rounds` with min and max, the median against the plain
+mode of the same protocol and client, and the median of the rounds' own percentages. The client is
+checked not to be the bottleneck: pushes sent late against their schedule, the achieved rate, and the
+client's CPU (this process) as a share of a core.
 
-`--profile SECONDS` adds, after the measured rounds, one round per mode and client during which the
+`--profile SECONDS` adds, after the measured rounds, a slice per mode and client during which the
 server profiles itself (`/debug/pprof/profile`, fetched with an admin token); the profiles are kept
-in `bench/results/` and summed up in the Markdown with `go tool pprof -top`. Profiled rounds are not
+in `bench/results/` and summed up in the Markdown with `go tool pprof -top`. Profiled slices are not
 counted: the sampler costs CPU of its own.
 
 Prints the table and writes `bench/results/<UTC time>-security.md` and `.json` with the load average.
@@ -258,7 +264,8 @@ class Round:
     postgres_cpu_s: float = 0.0
     client_cpu_s: float = 0.0
     wall_s: float = 0.0
-    send_span_s: float = 0.0  # first send to last send
+    send_span_s: float = 0.0  # first send to last send, summed over the slices
+    intervals: int = 0  # between sends, over the slices: intervals / send_span_s is the rate achieved
     latencies: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -305,13 +312,14 @@ async def push_at_rate(send, plan, rate: float, result: Round) -> None:
         elif -delay > LATE_S:
             result.late += 1
         tasks.append(asyncio.create_task(one(labels, served)))
-    result.send_span_s = loop.time() - began
+    result.send_span_s += loop.time() - began
+    result.intervals += len(plan) - 1
     await asyncio.gather(*tasks)
 
 
 def measure(node: allinone.AllInOne, mode: Mode, keys: Secrets, client: str, plan, rate: float,
-            number: int) -> Round:
-    result = Round(mode.name, client, number)
+            result: Round) -> Round:
+    """Push `plan` at `rate` with a new client of this kind; what it cost is added to `result`."""
 
     async def run() -> None:
         sender = pusher(mode, node, keys, client)
@@ -323,10 +331,10 @@ def measure(node: allinone.AllInOne, mode: Mode, keys: Secrets, client: str, pla
     server, postgres = cpu_seconds(node.process.pid), postgres_cpu(node)
     mine, began = time.process_time(), time.monotonic()
     asyncio.run(run())
-    result.wall_s = time.monotonic() - began
-    result.client_cpu_s = time.process_time() - mine
-    result.server_cpu_s = cpu_seconds(node.process.pid) - server
-    result.postgres_cpu_s = postgres_cpu(node) - postgres
+    result.wall_s += time.monotonic() - began
+    result.client_cpu_s += time.process_time() - mine
+    result.server_cpu_s += cpu_seconds(node.process.pid) - server
+    result.postgres_cpu_s += postgres_cpu(node) - postgres
     return result
 
 
@@ -373,7 +381,7 @@ def profiled(node: allinone.AllInOne, mode: Mode, keys: Secrets, client: str, pl
     thread = threading.Thread(target=fetch)
     thread.start()
     time.sleep(0.2)
-    measure(node, mode, keys, client, plan[: int(rate * seconds)], rate, -1)
+    measure(node, mode, keys, client, plan[: int(rate * seconds)], rate, Round(mode.name, client, -1))
     thread.join()
     out.write_bytes(answer["profile"])
     return top(out)
@@ -440,7 +448,7 @@ def client_table(rows: list[Row], rate: float, idle: dict[str, list[float]]) -> 
         rs = row.rounds
         latencies = sorted(x for r in rs for x in r.latencies)
         p95 = latencies[int(0.95 * (len(latencies) - 1))] if latencies else float("nan")
-        achieved = statistics.median((r.pushes + r.failed - 1) / r.send_span_s for r in rs if r.send_span_s)
+        achieved = statistics.median(r.intervals / r.send_span_s for r in rs if r.send_span_s)
         lines.append(f"| {row.mode.name} | {row.client} | {sum(r.pushes for r in rs)} ({sum(r.failed for r in rs)}) "
                      f"| {sum(r.late for r in rs)} | {achieved:.2f} (asked {rate:g}) | "
                      f"{100 * max(r.client_cpu_s / r.wall_s for r in rs):.0f} (max) | "
@@ -461,8 +469,8 @@ def markdown(name: str, args, env: dict, rows: list[Row], idle, loads: list[floa
             f"{', '.join(f'{x:.1f}' for x in loads)}.\n\nSettings: `{settings}`\n\n"
             f"Server CPU (utime + stime of `flamewatch all`, Postgres excluded) per acknowledged push of one "
             f"pprof (a Go CPU or allocs pprof in turn; the server stored {statistics.mean(typed.values()):.1f} "
-            f"typed profiles per push), at {args.rate:g} pushes/s for {args.seconds:g} s a round, "
-            f"{args.rounds} rounds:\n\n"
+            f"typed profiles per push), at {args.rate:g} pushes/s for {args.seconds:g} s a round "
+            f"(in slices of {args.slice:g} s, the modes taking turns), {args.rounds} rounds:\n\n"
             f"{table(rows)}\n\n## The client and the rest\n\n{client_table(rows, args.rate, idle)}\n"
             + ("\nFirst errors:\n\n" + "\n".join(f"- `{e}`" for e in errors) + "\n" if errors else "")
             + ("\n## Where the server's time goes (profiled rounds, not counted above)\n"
@@ -472,51 +480,64 @@ def markdown(name: str, args, env: dict, rows: list[Row], idle, loads: list[floa
 # ------------------------------------------------------------------------------------- main
 
 
-def run_mode(mode: Mode, keys: Secrets, work: Path, number: int, plan, warm, args) -> tuple[list[Round], float]:
-    """One fresh server for the mode: warmed up by both clients, idle CPU read, then each client's round
-    (in turns: keep-alive first in even rounds)."""
-    node = start(mode, keys, work, f"{mode.slug}-{number}")
-    try:
-        for client in CLIENTS:
-            measure(node, mode, keys, client, warm, 2 * args.rate, -1)
-        idle = idle_cpu(node, args.idle)
-        results = []
-        for client in CLIENTS if number % 2 == 0 else CLIENTS[::-1]:
-            result = measure(node, mode, keys, client, plan, args.rate, number)
-            results.append(result)
-            print(f"  round {number + 1}, {mode.name}, {client}: {result.cpu_ms:.2f} ms CPU per push "
-                  f"({result.pushes} acknowledged, {result.failed} failed, {result.late} late; client CPU "
-                  f"{100 * result.client_cpu_s / result.wall_s:.0f} % of a core)", flush=True)
-        return results, idle
-    finally:
-        stop(node)
+@dataclass
+class Servers:
+    """Every mode's `flamewatch all`, warmed up, with its idle CPU (ms/s)."""
+
+    nodes: dict[str, allinone.AllInOne] = field(default_factory=dict)
+    idle: dict[str, list[float]] = field(default_factory=dict)
+
+    def start(self, modes: list[Mode], keys: Secrets, work: Path, warm, args) -> None:
+        for mode in modes:
+            node = self.nodes[mode.name] = start(mode, keys, work, mode.slug)
+            for client in CLIENTS:
+                measure(node, mode, keys, client, warm, 2 * args.rate, Round(mode.name, client, -1))
+            self.idle[mode.name] = [idle_cpu(node, args.idle)]
+            print(f"  {mode.name}: started, warmed up, idle {self.idle[mode.name][0]:.1f} ms CPU/s", flush=True)
+
+    def stop(self) -> None:
+        for node in self.nodes.values():
+            stop(node)
 
 
-def profile_modes(modes: list[Mode], keys: Secrets, work: Path, plan, warm, args, name: str) -> dict[str, str]:
+def run_round(servers: Servers, modes: list[Mode], keys: Secrets, plan, number: int, args) -> list[Round]:
+    """Every mode and client for `--seconds`, in slices of `--slice` seconds taking turns."""
+    combos = [(mode, client) for mode in modes for client in CLIENTS]
+    results = {(mode.name, client): Round(mode.name, client, number) for mode, client in combos}
+    per_slice, passes = round(args.rate * args.slice), max(1, round(args.seconds / args.slice))
+    for turn in range(number * passes, (number + 1) * passes):
+        pushes = plan[turn * per_slice:(turn + 1) * per_slice]
+        first = turn % len(combos)
+        for mode, client in combos[first:] + combos[:first]:
+            measure(servers.nodes[mode.name], mode, keys, client, pushes, args.rate, results[(mode.name, client)])
+    for r in results.values():
+        print(f"  round {number + 1}, {r.mode}, {r.client}: {r.cpu_ms:.2f} ms CPU per push ({r.pushes} acknowledged, "
+              f"{r.failed} failed, {r.late} late; client CPU {100 * r.client_cpu_s / r.wall_s:.0f} % of a core)",
+              flush=True)
+    return list(results.values())
+
+
+def profile_modes(servers: Servers, modes: list[Mode], keys: Secrets, plan, args, name: str) -> dict[str, str]:
     tops = {}
     for mode in modes:
-        node = start(mode, keys, work, f"{mode.slug}-profiled")
-        try:
-            for client in CLIENTS:
-                measure(node, mode, keys, client, warm, 2 * args.rate, -1)
-                out = RESULTS_DIR / f"{name}-security-{mode.slug}-{client.replace(' ', '-')}.pb.gz"
-                tops[f"{mode.name}, {client} (`{out.name}`)"] = profiled(node, mode, keys, client, plan, args.rate,
-                                                                         args.profile, out)
-                print(f"  profiled {mode.name}, {client}: {out.name}", flush=True)
-        finally:
-            stop(node)
+        for client in CLIENTS:
+            out = RESULTS_DIR / f"{name}-security-{mode.slug}-{client.replace(' ', '-')}.pb.gz"
+            tops[f"{mode.name}, {client} (`{out.name}`)"] = profiled(servers.nodes[mode.name], mode, keys, client,
+                                                                     plan, args.rate, args.profile, out)
+            print(f"  profiled {mode.name}, {client}: {out.name}", flush=True)
     return tops
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=3, help="rounds: every mode and client once a round")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds: every mode and client for --seconds a round")
     parser.add_argument("--seconds", type=float, default=30.0, help="seconds of pushes per mode, client and round")
+    parser.add_argument("--slice", type=float, default=10.0, help="seconds of pushes before the next mode's turn")
     parser.add_argument("--rate", type=float, default=6.4, help="pushes a second (6.4: soak.py's 32 instances, "
                         "a CPU and an allocs pprof each every 10 s)")
-    parser.add_argument("--warmup", type=int, default=64, help="pushes per client before a mode's rounds (64: "
-                        "every series once, so no round pays for creating them)")
-    parser.add_argument("--idle", type=float, default=3.0, help="seconds of the server's idle CPU per start")
+    parser.add_argument("--warmup", type=int, default=64, help="pushes per client before the rounds (64: every "
+                        "series once, so no round pays for creating them)")
+    parser.add_argument("--idle", type=float, default=5.0, help="seconds of each server's idle CPU, after warm-up")
     parser.add_argument("--corpus", type=int, default=12, help="captured profiles of each kind to replay")
     parser.add_argument("--modes", nargs="*", default=None, choices=[m.slug for m in MODES],
                         help="only these modes (their baselines are added)")
@@ -528,28 +549,30 @@ def main() -> None:
     name, env_start = stamp(), environment()
     allinone.become_subreaper()
     rounds: list[Round] = []
-    idle: dict[str, list[float]] = {}
     loads: list[float] = []
+    servers = Servers()
     with tempfile.TemporaryDirectory(prefix="flamewatch-security-") as tmp:
         work = Path(tmp)
         pool = load_or_capture(args.corpus, work)
         keys = Secrets.create(work / "secrets")
-        count = round(args.rate * args.seconds)
+        count = round(args.rate * args.slice) * max(1, round(args.seconds / args.slice)) * args.rounds
         plan, warm = push_plan(pool, count), push_plan(pool, args.warmup, start=count)
-        for number in range(args.rounds):
-            loads.append(os.getloadavg()[0])
-            for mode in modes:
-                results, idle_ms = run_mode(mode, keys, work, number, plan, warm, args)
-                rounds += results
-                idle.setdefault(mode.name, []).append(idle_ms)
-        tops = profile_modes(modes, keys, work, plan, warm, args, name) if args.profile else {}
+        try:
+            servers.start(modes, keys, work, warm, args)
+            for number in range(args.rounds):
+                loads.append(os.getloadavg()[0])
+                rounds += run_round(servers, modes, keys, plan, number, args)
+            tops = profile_modes(servers, modes, keys, plan, args, name) if args.profile else {}
+        finally:
+            servers.stop()
     env = {"start": env_start, "end": environment()}
     rows = rows_of(modes, rounds)
-    text = markdown(name, args, env, rows, idle, loads, tops)
+    text = markdown(name, args, env, rows, servers.idle, loads, tops)
     print("\n" + text)
     md = RESULTS_DIR / f"{name}-security.md"
     md.write_text(text)
-    record = {"settings": vars(args), "environment": env, "idle_ms_per_s": idle, "rounds": [asdict(r) for r in rounds]}
+    record = {"settings": vars(args), "environment": env, "idle_ms_per_s": servers.idle,
+              "rounds": [asdict(r) for r in rounds]}
     md.with_suffix(".json").write_text(json.dumps(record, indent=2, default=str) + "\n")
     print(f"written to {md}")
 

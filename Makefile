@@ -36,7 +36,7 @@ define apt_install
 	@$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(1) > /dev/null
 endef
 
-.PHONY: deps test-deps run test compose-base-images kube-apiserver proto lint helm-docs helm-lint bench bench-quick bench-pipeline bench-demo bench-connect bench-restart bench-soak fuzz ui ui-test
+.PHONY: deps test-deps run test compose-base-images kube-apiserver proto lint helm-docs helm-lint bench bench-quick bench-pipeline bench-demo bench-connect bench-restart bench-soak bench-security fuzz ui ui-test
 
 # Two installs into the one virtualenv, each with its stamp, each redone when pyproject.toml changes:
 # RUN_ENV is Flamewatch and what running it needs (`make run`, split mode); DEV_ENV adds the test
@@ -209,6 +209,12 @@ bench-connect: test-deps
 # (bench/restart.py; about 3 minutes). Not niced: it measures a latency, which nice would lengthen.
 bench-restart: test-deps
 	$(PY) bench/restart.py
+
+# What credentials and TLS cost the server in CPU per push, against plain HTTP and plain gRPC, with
+# connections kept alive and with a new connection per push (bench/security_cost.py; about 30 minutes).
+# Not niced: it measures CPU seconds, which nice hardly changes; the load average is written beside them.
+bench-security: test-deps
+	$(PY) bench/security_cost.py --profile 10
 
 # Memory of `flamewatch all` over SOAK_MINUTES of pushes and queries (bench/soak.py): does it level off
 # under its caches? Runs niced (the machine is shared).

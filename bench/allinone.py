@@ -18,6 +18,7 @@ import ctypes
 import ctypes.util
 import os
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -46,10 +47,11 @@ class AllInOne:
     process: subprocess.Popen
     http: str
     grpc: str
+    tls: ssl.SSLContext | None = None  # what a client trusts when the process serves HTTPS
 
     @property
     def url(self) -> str:
-        return f"http://{self.http}"
+        return f"{'https' if self.tls else 'http'}://{self.http}"
 
     @property
     def postgres(self) -> Path:
@@ -66,21 +68,22 @@ def environment(env: dict[str, str] | None = None, compile_each_start: bool = Fa
 
 
 def start(data: Path, extra: list[str] | None = None, env: dict[str, str] | None = None,
-          log_name: str = "flamewatch.log") -> tuple[AllInOne, float]:
+          log_name: str = "flamewatch.log", tls: ssl.SSLContext | None = None) -> tuple[AllInOne, float]:
     """Start `flamewatch all` on `data` with the environment `env` (by default `environment()`); the
-    process and the seconds from its start to `/readyz` 200."""
+    process and the seconds from its start to `/readyz` 200. With `tls` (a web configuration file in
+    `extra` that has tls_server_config), `/readyz` is asked over https, trusting that context."""
     http, grpc = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
     with (data.parent / log_name).open("ab") as log:
         started = time.monotonic()
         process = subprocess.Popen([str(FLAMEWATCH), "all", "--data-dir", str(data), "--http-address", http,
                                     "--grpc-address", grpc, "--log.level", "warning", *(extra or [])],
                                    stdout=log, stderr=subprocess.STDOUT, env=env or environment())
-    node = AllInOne(data, process, http, grpc)
+    node = AllInOne(data, process, http, grpc, tls)
     return node, wait_ready(node, started, data.parent / log_name)
 
 
 def wait_ready(node: AllInOne, started: float, log: Path) -> float:
-    with httpx.Client(timeout=1) as client:
+    with httpx.Client(timeout=1, verify=node.tls or True) as client:
         while time.monotonic() - started < READY_TIMEOUT_S:
             if node.process.poll() is not None:  # the log goes with the temporary directory: show its end
                 tail = log.read_text(errors="replace")[-3000:]

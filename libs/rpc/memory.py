@@ -34,12 +34,16 @@ RELEASE_INTERVAL_S = 10.0
 
 
 @functools.cache
-def _malloc_trim():
+def _libc() -> ctypes.CDLL | None:
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
     except OSError:
         return None
-    trim = getattr(libc, "malloc_trim", None)
+
+
+@functools.cache
+def _malloc_trim():
+    trim = getattr(_libc(), "malloc_trim", None)
     if trim is not None:
         trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
     return trim
@@ -62,11 +66,7 @@ class _MallInfo2(ctypes.Structure):
 
 @functools.cache
 def _mallinfo2():
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-    except OSError:
-        return None
-    info = getattr(libc, "mallinfo2", None)  # glibc 2.33 and later
+    info = getattr(_libc(), "mallinfo2", None)  # glibc 2.33 and later
     if info is not None:
         info.argtypes, info.restype = [], _MallInfo2
     return info

@@ -85,12 +85,7 @@ def flamewatch_ui(_go_workload: Path, tmp_path_factory: pytest.TempPathFactory) 
         wait_for(lambda: _hot_function_seen(url), 60, f"{HOT_FUNCTION} in the stored profiles", log)
         yield Served(url, started_ms)
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(60)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        terminate(process)
         demo.stop()
 
 
@@ -131,3 +126,13 @@ def open_page(chromium, name: str, **context_options) -> Iterator[object]:
 def page(chromium, request: pytest.FixtureRequest) -> Iterator[object]:
     with open_page(chromium, request.node.name) as fresh:
         yield fresh
+
+
+def terminate(process: subprocess.Popen) -> None:
+    """SIGTERM, as a user's Ctrl-C; SIGKILL after a minute."""
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

@@ -8,13 +8,12 @@ with a wrong password, the page is the server's 401 with its Basic challenge.
 
 from __future__ import annotations
 
-import signal
 import subprocess
 from collections.abc import Iterator
 
 import httpx
 import pytest
-from browser.conftest import HOT_FUNCTION, Served, open_page
+from browser.conftest import HOT_FUNCTION, Served, open_page, terminate
 from e2e.cluster import FLAMEWATCH
 from e2e.credentials import ALICE, CI, EVERYONE, write_web_config
 from infra.ports import free_port
@@ -48,12 +47,7 @@ def secured_ui(go_profiles: dict[str, bytes], tmp_path_factory: pytest.TempPathF
             assert r.status_code == 200, r.text
         yield Served(url, 0)
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(60)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        terminate(process)
 
 
 @pytest.fixture

@@ -17,8 +17,13 @@ from fastapi import FastAPI
 
 from flamewatch.rpc.listen import Listeners
 from flamewatch.rpc.memory import register_gauges, release_periodically
+from flamewatch.selfprofile.cpu import end_early
 
 log = logging.getLogger(__name__)
+
+# At a stop, requests in flight get this long to finish (gRPC calls too); then they are cancelled and
+# the process stops. Pushes not answered by then were not acknowledged, so their clients send them again.
+GRACEFUL_STOP_S = 5.0
 
 
 async def serve(listeners: Listeners, app: FastAPI, register_grpc,
@@ -54,13 +59,14 @@ async def serve(listeners: Listeners, app: FastAPI, register_grpc,
         if http_task.done() and http_task.exception():
             raise http_task.exception()
         log.info("shutting down")
+        end_early()  # a CPU profile being scraped answers now instead of holding the stop for its seconds
         if before_stop:
             await before_stop()
     finally:
         releasing.cancel()
         http.should_exit = True
         if listeners.grpc is not None:
-            await listeners.grpc.stop(grace=5)
+            await listeners.grpc.stop(grace=GRACEFUL_STOP_S)
         await asyncio.gather(http_task, return_exceptions=True)
 
 
@@ -68,7 +74,8 @@ def _http_config(app: FastAPI, listeners: Listeners) -> uvicorn.Config:
     """TLS is the protocol's (`rpc.https`), not uvicorn's: it tells clients on the wrong protocol so."""
     from flamewatch.rpc.https import http_protocol
 
-    return uvicorn.Config(app, log_level="warning", lifespan="off", http=http_protocol(listeners.tls))
+    return uvicorn.Config(app, log_level="warning", lifespan="off", http=http_protocol(listeners.tls),
+                          timeout_graceful_shutdown=GRACEFUL_STOP_S)
 
 
 async def _started(http: uvicorn.Server, task: asyncio.Task) -> None:

@@ -32,7 +32,9 @@ a period) waits at most until the process has used another period, and is then c
 so nothing is lost and an idle process is checked in full only every few hundred milliseconds.
 
 One CPU profile runs at a time per process; a second request while one runs fails at once with
-`ProfilerBusy` (rather than waiting up to 300 s behind it), as Go's `net/http/pprof` does.
+`ProfilerBusy` (rather than waiting up to 300 s behind it), as Go's `net/http/pprof` does. A server
+that is stopping calls `end_early`: the profile being taken answers at once with what it has sampled,
+so a scrape in flight does not hold the shutdown for the rest of its seconds.
 """
 
 from __future__ import annotations
@@ -66,6 +68,8 @@ CPU = Measure(sample_types=(("samples", "count"), ("cpu", "nanoseconds")), perio
               period=PERIOD_NS)
 
 _one_at_a_time = threading.Lock()
+_running: set[_Sampler] = set()  # guarded by _running_lock
+_running_lock = threading.Lock()
 
 
 def profile_cpu(seconds: float) -> bytes:
@@ -91,13 +95,28 @@ def _exclusive() -> Iterator[None]:
         _one_at_a_time.release()
 
 
+def end_early() -> None:
+    """End every CPU profile being taken now; each answers with the samples it has (its duration says
+    how long it ran). Profiles started afterwards run their full seconds."""
+    with _running_lock:
+        for sampler in _running:
+            sampler.ending.set()
+
+
 def sample_for(seconds: float) -> Profile:
-    """Run the sampler on its own thread for `seconds` and return what it saw (no exclusion)."""
+    """Run the sampler on its own thread for `seconds` (less if `end_early` is called) and return what
+    it saw (no exclusion)."""
     sampler = _Sampler()
     start_wall, start = time.time_ns(), time.monotonic_ns()
     thread = threading.Thread(target=sampler.run, args=(seconds,), name="flamewatch-cpu-sampler", daemon=True)
-    thread.start()
-    thread.join()
+    with _running_lock:
+        _running.add(sampler)
+    try:
+        thread.start()
+        thread.join()
+    finally:
+        with _running_lock:
+            _running.discard(sampler)
     if sampler.error is not None:
         raise sampler.error
     return sampler.profile(start_wall, time.monotonic_ns() - start)
@@ -118,6 +137,7 @@ _IDLE_WAITS = _idle_waits()
 class _Sampler:
     def __init__(self) -> None:
         self.error: BaseException | None = None
+        self.ending = threading.Event()
         self._table = StackTable()
         self._counts: dict[tuple[int, ...], int] = {}  # stack (location ids, leaf first) -> samples
         self._location_of: dict[tuple[CodeType, int], int] = {}
@@ -138,7 +158,8 @@ class _Sampler:
         tick = time.monotonic()
         while tick < deadline:
             tick = min(tick + period, deadline)
-            time.sleep(max(0.0, tick - time.monotonic()))
+            if self.ending.wait(max(0.0, tick - time.monotonic())):
+                return
             self.sample()
             if time.monotonic() - tick > period:  # fallen behind: skip the missed ticks, the CPU clocks kept count
                 tick = time.monotonic()

@@ -1,12 +1,17 @@
 """`flamewatch all` started as a user would: a subprocess, embedded storage in a temp dir, probed over HTTP,
 stopped with SIGTERM. `make run` itself is run by the README's test (`test_readme.py`)."""
 
+import concurrent.futures
+import time
+
 import httpx
 import pytest
 from e2e.allinone import start_all, stop
 from infra import gotargets
 from infra.ports import free_port
 from infra.waiting import wait_for
+
+from flamewatch.pprof import decode
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.go]
 
@@ -59,3 +64,28 @@ def test_flamewatch_all_profiles_a_go_program_and_itself_and_keeps_the_data(tmp_
         assert stop(process) == 0, log.read_text()
     finally:
         demo.stop()
+
+
+def test_a_stop_does_not_wait_for_a_cpu_profile_in_flight(tmp_path):
+    """A scrape of Flamewatch's own 60-s CPU profile was answered only when its seconds were up, and the
+    stop waited for it (CI killed a process that took 14 s to stop). Now the profile answers at the stop
+    with what it sampled, and the process ends at once."""
+    http_port, grpc_port = free_port(), free_port()
+    url = f"http://127.0.0.1:{http_port}"
+    config = tmp_path / "flamewatch.yaml"
+    config.write_text("scrape_configs: []\n")
+    process = start_all(tmp_path, config, http_port, grpc_port)
+    try:
+        wait_for(lambda: httpx.get(url + "/readyz").status_code == 200, 60, "flamewatch all", tmp_path / "all.log")
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            scrape = pool.submit(httpx.get, url + "/debug/pprof/profile", params={"seconds": 60}, timeout=90)
+            time.sleep(2)  # the profile is being taken
+            started = time.monotonic()
+            assert stop(process) == 0, (tmp_path / "all.log").read_text()
+            assert time.monotonic() - started < 8, "the stop waited for the CPU profile's 60 seconds"
+            answer = scrape.result(30)
+        assert answer.status_code == 200, answer.text
+        assert 1e9 < decode(answer.content).duration_nanos < 20e9
+    finally:
+        if process.poll() is None:
+            process.kill()

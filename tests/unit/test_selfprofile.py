@@ -31,6 +31,7 @@ from flamewatch.selfprofile import (
     start_heap_tracking,
 )
 from flamewatch.selfprofile import heap as heap_module
+from flamewatch.selfprofile.cpu import end_early
 from flamewatch.selfprofile.enclosing import FunctionIndex
 
 MB = 1 << 20
@@ -166,6 +167,22 @@ def test_cpu_profile_of_an_idle_process_looks_at_the_threads_rarely(monkeypatch:
     p = decoded(profile_cpu(1))
     assert len(looks) <= 30, f"{len(looks)} looks at the threads in 1 s of an idle process (100 ticks)"
     assert int(p.samples.values[:, 0].sum()) <= 10
+
+
+def test_end_early_answers_a_running_profile_at_once(workload):
+    """A stopping server ends the profile a scrape is waiting for: it answers with what it sampled
+    instead of holding the stop for the rest of its seconds."""
+    answers = []
+    taking = threading.Thread(target=lambda: answers.append(profile_cpu(60)))
+    started = time.monotonic()
+    taking.start()
+    time.sleep(1)
+    end_early()
+    taking.join(10)
+    assert not taking.is_alive() and time.monotonic() - started < 5
+    p = decoded(answers[0])
+    assert 0.5e9 < p.duration_nanos < 5e9 and int(p.samples.values[:, 0].sum()) > 0
+    assert decoded(profile_cpu(1)).duration_nanos >= 0.9e9  # the next profile runs its full seconds
 
 
 @pytest.mark.parametrize("seconds", [0, 0.5, 301, -1])

@@ -26,8 +26,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from flamewatch.config import IngesterConfig, MaintenanceConfig, QuerierConfig, StorageConfig
+from flamewatch.config import StorageConfig
+from flamewatch.ingester.config import IngesterConfig, MaintenanceConfig
 from flamewatch.limit_flags import ingest_limits, limit_flags
+from flamewatch.querier.config import QuerierConfig
 from flamewatch.rpc.readiness import no_dependencies, storage_readiness, upstream_readiness
 from flamewatch.storage.errors import StorageError
 from flamewatch.storage.objstore import FilesystemConfig, S3Config
@@ -401,6 +403,7 @@ def routers_of_all(ingester, querier, collector, ui_dir: Path | None = DEFAULT_U
 
 
 def run_all(args: argparse.Namespace) -> int:
+    from flamewatch.collector.config import parse_config
     from flamewatch.collector.service import Collector
     from flamewatch.collector.service import register_grpc as register_collector
     from flamewatch.ingester.service import Ingester
@@ -410,7 +413,6 @@ def run_all(args: argparse.Namespace) -> int:
     from flamewatch.querier.paths import PathIndex
     from flamewatch.querier.service import register_grpc as register_query
     from flamewatch.rpc.channels import identity
-    from flamewatch.scrapeconfig import parse_config
     from flamewatch.selfprofile.scrape_config import self_scrape_config
 
     load = _config_loader(args.config_file) if args.config_file else None
@@ -515,7 +517,7 @@ def web_security(args: argparse.Namespace):
 
 
 def _config_loader(path: str):
-    from flamewatch.scrapeconfig import ConfigError, load_config
+    from flamewatch.collector.config import ConfigError, load_config
 
     def load():
         try:

@@ -15,7 +15,7 @@ import time
 
 from prometheus_client import Counter, Gauge
 
-from flamewatch.config import MaintenanceConfig
+from flamewatch.ingester.config import MaintenanceConfig
 from flamewatch.ratelimitedlog import RateLimitedLog
 from flamewatch.storage.compaction import Skipped, compact_tenant, tenant_lock, tenants_with_blocks
 from flamewatch.storage.errors import StorageUnavailable

@@ -20,10 +20,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from flamewatch.api.flamewatch.v1 import ingest_pb2, ingest_pb2_grpc
 from flamewatch.auth.caller import Action
-from flamewatch.config import IngesterConfig, IngestLimits
 from flamewatch.ingester import pyroscope, pyroscope_ingest
 from flamewatch.ingester.batcher import Batcher
 from flamewatch.ingester.compactor import Maintenance
+from flamewatch.ingester.config import IngesterConfig, IngestLimits
 from flamewatch.ingester.otlp_receiver import grpc_handler as otlp_grpc_handler
 from flamewatch.ingester.otlp_receiver import http_router as otlp_http_router
 from flamewatch.ingester.prepare import Prepared, prepare

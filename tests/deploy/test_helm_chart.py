@@ -21,10 +21,10 @@ from infra import helm
 from kubernetes.client import V1Container, V1ContainerPort, V1ObjectMeta, V1Pod, V1PodSpec, V1PodStatus
 
 from flamewatch import cli
+from flamewatch.collector.config import parse_config
 from flamewatch.collector.discovery.kubernetes_labels import pod_group
 from flamewatch.collector.targetgroup import TargetGroup
 from flamewatch.collector.targets import discovered_labels, final_labels
-from flamewatch.scrapeconfig import parse_config
 
 pytestmark = [pytest.mark.helm, pytest.mark.usefixtures("helm_binary")]
 

@@ -8,7 +8,7 @@ import argparse
 import pytest
 from infra.tinypprof import tiny_pprof
 
-from flamewatch.config import IngesterConfig, IngestLimits, MaintenanceConfig
+from flamewatch.ingester.config import IngesterConfig, IngestLimits, MaintenanceConfig
 from flamewatch.ingester.prepare import prepare
 from flamewatch.labels.errors import InvalidLabelError
 from flamewatch.labels.labelset import validate_labels

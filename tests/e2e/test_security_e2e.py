@@ -37,7 +37,7 @@ from flamewatch.api.flamewatch.v1 import (
 from flamewatch.api.push.v1 import push_pb2
 from flamewatch.api.querier.v1 import querier_pb2
 from flamewatch.api.types.v1 import types_pb2 as pyroscope_types_pb2
-from flamewatch.cli import routers_of_all
+from flamewatch.cli.allinone import routers_of_all
 from flamewatch.ingester.config import IngesterConfig
 from flamewatch.ingester.service import Ingester
 from flamewatch.querier.config import QuerierConfig

@@ -5,7 +5,7 @@ them; their objects are never called, so none needs storage."""
 import httpx
 import pytest
 
-from flamewatch.cli import routers_of_all
+from flamewatch.cli.allinone import routers_of_all
 from flamewatch.collector.service import http_router as collector_router
 from flamewatch.frontend.service import api_proxy_router, collector_proxy_router, ui_router
 from flamewatch.ingester.config import IngesterConfig

@@ -1,8 +1,8 @@
 """The one list of built-in discoverers: which config type builds which discoverer.
 
 The config dataclasses of `flamewatch.collector.config` are plain data (the file's schema, no imports of
-discovery), so they do not build their discoverers themselves; this table does it. To add a discoverer, add its entry to `BUILTINS`
-(see the collector README). Nothing registers itself on import.
+discovery), so they do not build their discoverers themselves; this table does it. To add a discoverer,
+add its entry to `BUILTINS` (see the collector README). Nothing registers itself on import.
 """
 
 from __future__ import annotations

@@ -53,17 +53,18 @@ def _upload_one(client: httpx.Client, path: Path, labels: dict, tenant: str | No
         raise UploadError(f"{path}: {where} has no /ingest endpoint (404): --url should be the base URL of an "
                           "ingester or of flamewatch all, e.g. http://127.0.0.1:4100")
     if response.status_code == 401:
-        raise UploadError(f"{path}: {client.base_url} asks for credentials (401): {_message(response)}; "
+        raise UploadError(f"{path}: {client.base_url} asks for credentials (401): {error_message(response)}; "
                           f"{CREDENTIAL_HINT}")
     if response.status_code == 403:
-        raise UploadError(f"{path}: {client.base_url} refused this credential (403): {_message(response)}")
+        raise UploadError(f"{path}: {client.base_url} refused this credential (403): {error_message(response)}")
     if response.status_code != 200:
-        raise UploadError(f"{path}: refused ({response.status_code}): {_message(response)}")
+        raise UploadError(f"{path}: refused ({response.status_code}): {error_message(response)}")
     result = response.json()
     return f"{path}: stored {result['profiles']} profiles ({result['bytes']} bytes)"
 
 
-def _message(response: httpx.Response) -> str:
+def error_message(response: httpx.Response) -> str:
+    """The error a Flamewatch server answered with (its JSON `error`, else the start of the body)."""
     try:
         return response.json()["error"]
     except (ValueError, KeyError, TypeError):

@@ -8,6 +8,7 @@
     flamewatch all        all of them in one process, on embedded storage
     flamewatch upload     push pprof files to a running ingester
     flamewatch debuginfo upload   send ELF files with symbols or DWARF to a symbolizer
+    flamewatch event      record an OOM kill or a restart seen outside Kubernetes
     flamewatch web        make the hashes of the web configuration file
 
 Flags may also be given as environment variables: FLAMEWATCH_<FLAG>, upper-cased with dots and dashes
@@ -26,7 +27,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from flamewatch.cli import allinone, collector, frontend, ingester, querier, symbolizer, upload, web
+from flamewatch.cli import allinone, collector, event, frontend, ingester, querier, symbolizer, upload, web
 from flamewatch.cli.flags import Parser
 from flamewatch.storage.errors import StorageError
 
@@ -39,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     for command in (ingester, querier, collector, frontend, allinone):
         command.add_parser(sub)
-    for commands in (upload, symbolizer, web):
+    for commands in (upload, symbolizer, event, web):
         commands.add_parsers(sub)
     return parser
 

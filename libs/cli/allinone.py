@@ -47,16 +47,20 @@ def routers_of_all(ingester, querier, collector, ui_dir: Path | None = DEFAULT_U
     """The HTTP routers `flamewatch all` serves (besides /metrics, /debug/pprof and the probes every
     process has); the routes' tests build them from here, so a router added to a service is checked there."""
     from flamewatch.collector.assemble import routers as collector_routers
+    from flamewatch.events.api import Recorder
+    from flamewatch.events.api import router as events_router
     from flamewatch.frontend.service import ui_router
     from flamewatch.ingester.assemble import routers as ingester_routers
     from flamewatch.querier.assemble import routers as querier_routers
 
-    return [*ingester_routers(ingester), *querier_routers(querier), *collector_routers(collector), ui_router(ui_dir)]
+    return [*ingester_routers(ingester), events_router(Recorder(querier.db)), *querier_routers(querier),
+            *collector_routers(collector), ui_router(ui_dir)]
 
 
 def run_all(args: argparse.Namespace) -> int:
     from flamewatch.collector import assemble as collector
     from flamewatch.collector.config import parse_config
+    from flamewatch.events import api as events
     from flamewatch.frontend.service import ui_router
     from flamewatch.ingester import assemble as ingester
     from flamewatch.querier import assemble as querier
@@ -82,7 +86,7 @@ def run_all(args: argparse.Namespace) -> int:
         querier_config = QuerierConfig(cache_bytes=QuerierConfig.embedded_cache_bytes, **flags.query_limits(args))
         # Listed in the order they start; the stack stops them in reverse: the collector first (after it
         # has sent what it queued, `before_stop`), the ingester's last flush last.
-        services = combine(ingester.assemble(stack, ingester_config(args), store, db),
+        services = combine(ingester.assemble(stack, ingester_config(args), store, db), events.assemble(db),
                            symbolizer.assemble(stack, store, symbolizer_config(args)),
                            querier.assemble(stack, querier_config, store, db, own_grpc),
                            collector.assemble(stack, config, own_grpc),

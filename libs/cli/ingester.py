@@ -34,7 +34,9 @@ def ingester_config(args: argparse.Namespace, **addresses: str) -> IngesterConfi
 
 
 def run_ingester(args: argparse.Namespace) -> int:
+    from flamewatch.events import api as events
     from flamewatch.ingester import assemble
+    from flamewatch.rpc.assembly import combine
     from flamewatch.rpc.readiness import storage_readiness
 
     config = ingester_config(args, http_address=args.http_address, grpc_address=args.grpc_address)
@@ -43,7 +45,7 @@ def run_ingester(args: argparse.Namespace) -> int:
     async def main(stack: contextlib.AsyncExitStack) -> None:
         listeners = listen(args, stack, config.http_address, config.grpc_address)
         store, db = open_storage(stack, storage)
-        await serve(args, listeners, assemble.assemble(stack, config, store, db),
+        await serve(args, listeners, combine(assemble.assemble(stack, config, store, db), events.assemble(db)),
                     ready=storage_readiness(store, db, flags.local_disks(storage)))
 
     return run(main)

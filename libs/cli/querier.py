@@ -33,7 +33,9 @@ def add_parser(sub) -> None:
 
 
 def run_querier(args: argparse.Namespace) -> int:
+    from flamewatch.events import api as events
     from flamewatch.querier import assemble
+    from flamewatch.rpc.assembly import combine
     from flamewatch.rpc.readiness import storage_readiness
 
     config = QuerierConfig(http_address=args.http_address, grpc_address=args.grpc_address,
@@ -44,7 +46,8 @@ def run_querier(args: argparse.Namespace) -> int:
     async def main(stack: contextlib.AsyncExitStack) -> None:
         listeners = listen(args, stack, config.http_address, config.grpc_address)
         store, db = open_storage(stack, flags.storage_config(args))
-        await serve(args, listeners, assemble.assemble(stack, config, store, db, args.symbolizer_address),
+        querier = assemble.assemble(stack, config, store, db, args.symbolizer_address)
+        await serve(args, listeners, combine(querier, events.assemble(db)),
                     ready=storage_readiness(store, db))
 
     return run(main)

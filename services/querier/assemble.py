@@ -8,6 +8,9 @@ from flamewatch.querier.blocks import BlockCache
 from flamewatch.querier.config import QuerierConfig
 from flamewatch.querier.connect import router as connect_router
 from flamewatch.querier.engine import Querier
+from flamewatch.querier.incidents import Incidents
+from flamewatch.querier.incidents import register_grpc as incidents_grpc
+from flamewatch.querier.incidents import router as incidents_router
 from flamewatch.querier.paths import PathIndex
 from flamewatch.querier.pyroscope_render import router as render_router
 from flamewatch.querier.rest import router as rest_router
@@ -18,8 +21,9 @@ from flamewatch.storage.postgres import Database
 
 
 def routers(querier: Querier) -> list:
-    """Its HTTP routes: REST /api/v1, Connect (Grafana's datasource), Pyroscope's /pyroscope/render."""
-    return [rest_router(querier), connect_router(querier), render_router(querier)]
+    """Its HTTP routes: REST /api/v1 (incidents too), Connect (Grafana's datasource), Pyroscope's /pyroscope/render."""
+    return [rest_router(querier), incidents_router(Incidents(querier.db)), connect_router(querier),
+            render_router(querier)]
 
 
 def assemble(stack: contextlib.AsyncExitStack, config: QuerierConfig, store: ObjectStore, db: Database,
@@ -32,7 +36,13 @@ def assemble(stack: contextlib.AsyncExitStack, config: QuerierConfig, store: Obj
     blocks = BlockCache(source, config.cache_bytes, config.fetch_concurrency, PathIndex())
     stack.callback(blocks.close)
     querier = Querier(db, blocks, config, _symbolization(stack, symbolizer_address, db))
-    return Assembly(routers(querier), register_grpc(querier), parts={"querier": querier})
+    incidents = incidents_grpc(Incidents(db))
+
+    def register(server) -> None:
+        register_grpc(querier)(server)
+        incidents(server)
+
+    return Assembly(routers(querier), register, parts={"querier": querier})
 
 
 def _symbolization(stack: contextlib.AsyncExitStack, address: str | None, db: Database):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import gzip
 import hashlib
+import json
 import re
 import time
 
@@ -28,6 +29,7 @@ from opentelemetry.proto.collector.profiles.v1development import profiles_servic
 
 from flamewatch.api.flamewatch.v1 import (
     collector_pb2,
+    events_pb2,
     ingest_pb2,
     ingest_pb2_grpc,
     query_pb2,
@@ -88,6 +90,7 @@ def _http_routes() -> list[tuple[str, str]]:
     """(method, path) of every route `flamewatch all` serves, path parameters filled in."""
     class Querier:
         config = QuerierConfig()
+        db = None
 
     routers = routers_of_all(Ingester(IngesterConfig(), None, None), Querier(), object(), ui_dir=None)
     app = build_app([*routers, profiling_router(heap_enabled=False)], ready=lambda: [])
@@ -120,6 +123,9 @@ def _body(method: str, path: str) -> tuple[bytes, dict[str, str]]:
         return request.SerializeToString(), {"content-type": "application/proto", "connect-protocol-version": "1"}
     if path.startswith("/v1development/profiles"):
         return gzip.decompress(otlp_export_request()), {"content-type": "application/x-protobuf"}
+    if path == "/api/v1/events":
+        event = {"kind": "oom_kill", "time": time.time_ns(), "labels": {"service_name": "sneaky"}}
+        return json.dumps({"events": [event]}).encode(), {"content-type": "application/json"}
     if path.startswith("/querier.v1."):
         method = querier_pb2.DESCRIPTOR.services_by_name["QuerierService"].methods_by_name["LabelNames"]
         return GetMessageClass(method.input_type)().SerializeToString(), {"content-type": "application/proto",
@@ -156,6 +162,7 @@ def test_http_as_a_user_of_another_tenant_is_403(secured: Service, method, path)
 def test_nothing_refused_was_written_and_the_tenants_user_gets_through(secured: Service):
     with psycopg.connect(secured.storage.dsn, autocommit=True) as conn:
         assert conn.execute("SELECT count(*) FROM series WHERE tenant = %s", (TEAM_A,)).fetchone()[0] == 0
+        assert conn.execute("SELECT count(*) FROM events").fetchone()[0] == 0
     stored = httpx.post(f"{secured.url}/ingest", params={"service_name": "allowed"}, timeout=30,
                         content=tiny_pprof(time.time_ns()), headers={"authorization": ALICE})
     assert stored.status_code == 200, stored.text
@@ -185,7 +192,7 @@ def test_each_refusal_is_logged_once_in_a_while_without_its_secret(secured: Serv
 
 def _grpc_methods() -> list[tuple[str, type, bool]]:
     """(full method path, request class, client streaming) of every service we and OTLP define."""
-    modules = (ingest_pb2, query_pb2, collector_pb2, symbolizer_pb2, push_pb2, querier_pb2, otlp_service)
+    modules = (ingest_pb2, query_pb2, collector_pb2, symbolizer_pb2, events_pb2, push_pb2, querier_pb2, otlp_service)
     out = []
     for module in modules:
         for service in module.DESCRIPTOR.services_by_name.values():

@@ -7,14 +7,14 @@ import pytest
 
 from flamewatch.cli.allinone import routers_of_all
 from flamewatch.collector.service import http_router as collector_router
+from flamewatch.events.api import Recorder
+from flamewatch.events.api import router as events_router
 from flamewatch.frontend.service import api_proxy_router, collector_proxy_router, ui_router
 from flamewatch.ingester.config import IngesterConfig
 from flamewatch.ingester.service import Ingester
 from flamewatch.ingester.service import http_router as ingest_router
+from flamewatch.querier.assemble import routers as querier_routers
 from flamewatch.querier.config import QuerierConfig
-from flamewatch.querier.connect import router as query_connect_router
-from flamewatch.querier.pyroscope_render import router as render_router
-from flamewatch.querier.rest import router as query_router
 from flamewatch.rpc.auth import api_routes, routes_without_access
 from flamewatch.rpc.http import build_app
 from flamewatch.selfprofile.routes import router as profiling_router
@@ -22,6 +22,7 @@ from flamewatch.selfprofile.routes import router as profiling_router
 
 class _Querier:
     config = QuerierConfig()
+    db = None
 
 
 def _routers() -> dict[str, list]:
@@ -30,8 +31,8 @@ def _routers() -> dict[str, list]:
     client = httpx.AsyncClient()
     return {
         "all": routers_of_all(ingester, querier, object(), ui_dir=None),
-        "ingester": [ingest_router(ingester)],
-        "querier": [query_router(querier), query_connect_router(querier), render_router(querier)],
+        "querier": [*querier_routers(querier), events_router(Recorder(None))],
+        "ingester": [ingest_router(ingester), events_router(Recorder(None))],
         "collector": [collector_router(object())],
         "frontend": [collector_proxy_router(["http://c"], client), api_proxy_router("http://q", client),
                      ui_router(None)],

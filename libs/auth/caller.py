@@ -5,9 +5,8 @@ certificate's common name into a `Caller`, or raises `Unauthenticated` (HTTP 401
 `Caller.tenant(action, asked)` gives the tenant a request acts on: the one `X-Scope-OrgID` asks for if
 the credential allows it (else `PermissionDenied`: HTTP 403, gRPC PERMISSION_DENIED), or the first
 tenant the credential may use when the request asks for none; `Caller.readable_tenants` lists those it
-may read, for a tenant picker. Without a web configuration file every
-request is `ANYONE`, who may do everything and is `anonymous` unless it names a tenant: Flamewatch as it
-was before credentials.
+may read, for a tenant picker. Without a web configuration file every request is `ANYONE`, who may do
+everything and is `anonymous` unless it names a tenant: Flamewatch as it was before credentials.
 
 bcrypt is slow on purpose (about 50 ms a check at cost 10), so a password checked once is remembered
 by a keyed digest of the user and password (never the password), as Prometheus's exporter-toolkit

@@ -369,12 +369,15 @@ def test_the_selector_completes_label_names_and_values(flamewatch_ui, page):
 
 
 def test_without_a_web_config_the_tenant_menu_lists_every_tenant_with_data(flamewatch_ui, page):
-    """A push into team-a, as the README's SDK examples make: the menu appears beside the scrapes' tenant."""
+    """A push into team-a, as the README's SDK examples make: on the next refresh the menu appears beside
+    the scrapes' tenant."""
+    page.goto(explore_url(flamewatch_ui))
+    wait_for_flamegraph(page)
+    expect(page.get_by_label("tenant")).to_have_count(0)  # one tenant: nothing to choose
     pushed = httpx.post(flamewatch_ui.url + "/ingest", params={"service_name": "sdk-app"}, timeout=30,
                         content=tiny_pprof(time.time_ns(), function="app.handle"), headers={"X-Scope-OrgID": "team-a"})
     assert pushed.status_code == 200, pushed.text
-    page.goto(explore_url(flamewatch_ui))
-    wait_for_flamegraph(page)
+    page.get_by_role("button", name="Refresh").click()
     picker = page.get_by_label("tenant")
     expect(picker).to_have_value("anonymous")
     assert picker.locator("option").all_inner_texts() == ["anonymous", "team-a"]

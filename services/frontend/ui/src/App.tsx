@@ -71,8 +71,9 @@ function useTick(refresh: string): [number, () => void] {
 export function App() {
   const [state, update] = useUrlState();
   const [theme, toggleTheme] = useTheme();
+  const [tick, refresh] = useTick(state.view === "targets" ? "10s" : state.refresh);
   setTenant(state.tenant);  // before the workspace below loads anything: every call reads this tenant
-  const tenants = useApi((s) => api.tenants(s), "tenants");
+  const tenants = useApi((s) => api.tenants(s), `tenants|${tick}`);  // a tenant's first push shows on refresh
 
   return (
     <div className="app">
@@ -91,7 +92,7 @@ export function App() {
         </button>
       </header>
       {/* Keyed by tenant: another tenant loads its profile types, labels and view afresh. */}
-      <Workspace key={state.tenant} state={state} update={update} theme={theme} />
+      <Workspace key={state.tenant} state={state} update={update} theme={theme} tick={tick} refresh={refresh} />
     </div>
   );
 }
@@ -100,10 +101,11 @@ interface WorkspaceProps {
   state: UiState;
   update: (patch: Partial<UiState>, replace?: boolean) => void;
   theme: "light" | "dark";
+  tick: number;
+  refresh: () => void;
 }
 
-function Workspace({ state, update, theme }: WorkspaceProps) {
-  const [tick, refresh] = useTick(state.view === "targets" ? "10s" : state.refresh);
+function Workspace({ state, update, theme, tick, refresh }: WorkspaceProps) {
   const range = { from: state.from, until: state.until };
   const types = useApi((s) => api.profileTypes({ from: "now-7d", until: "now" }, s), `types|${tick}`);
   const sorted = useMemo(() => sortTypes(types.data ?? []), [types.data]);

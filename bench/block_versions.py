@@ -25,7 +25,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 from profiles import make_profile, make_program  # noqa: E402
 
-from flamewatch.config import IngestLimits  # noqa: E402
+from flamewatch.ingester.config import IngestLimits  # noqa: E402
 from flamewatch.ingester.prepare import prepare  # noqa: E402
 from flamewatch.pprof import decode  # noqa: E402
 from flamewatch.pprof.encode import encode  # noqa: E402

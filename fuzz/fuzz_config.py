@@ -1,4 +1,4 @@
-"""Fuzz target: the YAML configuration loader (`flamewatch.scrapeconfig.load_config`).
+"""Fuzz target: the YAML configuration loader (`flamewatch.collector.config.load_config`).
 
 An input is the file's bytes, written to a temporary file and loaded as the CLI loads it. Expected:
 `ConfigError` (its message names the YAML path, or the YAML syntax problem).
@@ -18,7 +18,7 @@ import atheris
 from harness import check, main
 
 with atheris.instrument_imports(include=["flamewatch", "yaml"]):
-    from flamewatch.scrapeconfig import ConfigError, load_config
+    from flamewatch.collector.config import ConfigError, load_config
 
 EXPECTED = (ConfigError,)
 PATH = Path(tempfile.mkdtemp(prefix="flamewatch-fuzz-")) / "flamewatch.yaml"

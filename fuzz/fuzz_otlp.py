@@ -23,7 +23,7 @@ import atheris
 from harness import check, main
 
 with atheris.instrument_imports(include=["flamewatch"]):
-    from flamewatch.config import IngestLimits
+    from flamewatch.ingester.config import IngestLimits
     from flamewatch.ingester.errors import OtlpDecodeError, OtlpInvalidProfile
     from flamewatch.ingester.otlp import convert
     from flamewatch.ingester.otlp_receiver import parse_protobuf

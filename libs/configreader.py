@@ -3,7 +3,7 @@
 `load_yaml` refuses duplicate keys and turns every YAML problem into a `ConfigError` with its line and
 column. The readers (`string`, `duration_s`, `list_of`, `fields_of`, ...) take a value and its YAML path
 (`scrape_configs[2].scrape_timeout`), return it typed, and raise a `ConfigError` whose message starts
-with that path. A schema is written as functions of (value, path) built from them (see `scrapeconfig`).
+with that path. A schema is written as functions of (value, path) built from them (see `flamewatch.collector.config`).
 """
 
 from __future__ import annotations

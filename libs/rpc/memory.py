@@ -21,12 +21,13 @@ Python's own small-object arenas, thread stacks and the code of the process and 
 
 from __future__ import annotations
 
-import asyncio
 import ctypes
 import ctypes.util
 import functools
 import logging
 import sys
+
+from flamewatch.periodic import every
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +104,4 @@ async def release_periodically(interval_s: float = RELEASE_INTERVAL_S) -> None:
     if _malloc_trim() is None:
         log.debug("no malloc_trim in this C library: freed memory is left to the allocator")
         return
-    while True:
-        await asyncio.sleep(interval_s)
-        await asyncio.to_thread(release_free_memory)
+    await every(interval_s, release_free_memory, "giving freed memory back", log)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 
 from flamewatch.clientconfig import authorization_header, server_name_hooks, ssl_context
-from flamewatch.scrapeconfig import ScrapeConfig
+from flamewatch.collector.config import ScrapeConfig
 
 
 def client_for(job: ScrapeConfig) -> httpx.AsyncClient:

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 import httpx
 
 from flamewatch.collector.clients import client_for
+from flamewatch.collector.config import ScrapeConfig
 from flamewatch.collector.scrape import Deliver, ScrapeHealth, ScrapeLoop, ScrapeTarget
 from flamewatch.collector.targetgroup import TargetGroup
 from flamewatch.collector.targets import scrape_targets
-from flamewatch.scrapeconfig import ScrapeConfig
 
 log = logging.getLogger(__name__)
 

@@ -15,13 +15,13 @@ from fastapi import APIRouter
 
 from flamewatch.api.flamewatch.v1 import collector_pb2, collector_pb2_grpc, types_pb2
 from flamewatch.auth.caller import Action, Caller
+from flamewatch.collector.config import FileConfig
 from flamewatch.collector.discovery.manager import DiscoveryManager
 from flamewatch.collector.manager import ScrapeManager, TargetStatus
 from flamewatch.collector.sender import Sender
 from flamewatch.rpc.auth import AdminOnly, Authenticated, grpc_caller
 from flamewatch.rpc.grpc_server import handled
 from flamewatch.rpc.labelpairs import label_pairs
-from flamewatch.scrapeconfig import FileConfig
 from flamewatch.timerange import format_ns
 
 log = logging.getLogger(__name__)

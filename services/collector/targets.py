@@ -9,10 +9,10 @@ own: meant for jobs with one profile type, as the Helm chart's annotation-driven
 
 from __future__ import annotations
 
+from flamewatch.collector.config import ScrapeConfig
 from flamewatch.collector.scrape import ScrapeTarget
 from flamewatch.collector.targetgroup import TargetGroup
 from flamewatch.labels.relabel import relabel
-from flamewatch.scrapeconfig import ScrapeConfig
 
 ADDRESS, SCHEME, PROFILE_PATH = "__address__", "__scheme__", "__profile_path__"
 

@@ -10,13 +10,12 @@ being away, which ends the round. Every step leaves the store consistent, so the
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 
 from prometheus_client import Counter, Gauge
 
-from flamewatch.config import MaintenanceConfig
+from flamewatch.ingester.config import MaintenanceConfig
 from flamewatch.ratelimitedlog import RateLimitedLog
 from flamewatch.storage.compaction import Skipped, compact_tenant, tenant_lock, tenants_with_blocks
 from flamewatch.storage.errors import StorageUnavailable
@@ -38,14 +37,9 @@ class Maintenance:
         self._skipped = Skipped()  # blocks that failed their compaction job, until their back-off ends
         self._failures = RateLimitedLog(log)
 
-    async def run_forever(self) -> None:
-        while True:
-            await asyncio.sleep(self.config.interval_s)
-            try:
-                await asyncio.to_thread(self.run_once, time.time_ns())
-            except Exception as exc:  # noqa: BLE001 - the next round starts over
-                self._failures.log(logging.WARNING, type(exc).__name__, "compaction and retention round failed: %s",
-                                   exc)
+    def run_now(self) -> None:
+        """One round as of now (the ingester runs it every `interval_s`, `flamewatch.periodic.every`)."""
+        self.run_once(time.time_ns())
 
     def run_once(self, now_ns: int) -> None:
         """Retention first, so nothing about to expire is compacted."""

@@ -31,7 +31,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.profiles.v1development.profiles_pb2 import Profile as OtlpProfile
 from opentelemetry.proto.profiles.v1development.profiles_pb2 import ProfilesDictionary
 
-from flamewatch.config import IngestLimits
+from flamewatch.ingester.config import IngestLimits
 from flamewatch.ingester.errors import OtlpInvalidProfile
 from flamewatch.ingester.otlp_limits import check_counts, check_depth, check_samples
 from flamewatch.labels.sanitize import label_name

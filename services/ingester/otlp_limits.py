@@ -25,7 +25,7 @@ from __future__ import annotations
 from opentelemetry.proto.collector.profiles.v1development.profiles_service_pb2 import ExportProfilesServiceRequest
 from opentelemetry.proto.profiles.v1development.profiles_pb2 import Profile as OtlpProfile
 
-from flamewatch.config import IngestLimits
+from flamewatch.ingester.config import IngestLimits
 from flamewatch.pprof import LimitExceeded
 
 _TABLES = ("string_table", "stack_table", "location_table", "function_table", "mapping_table", "attribute_table",

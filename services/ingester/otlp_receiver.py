@@ -29,7 +29,7 @@ from opentelemetry.proto.collector.profiles.v1development.profiles_service_pb2 i
 )
 
 from flamewatch.auth.caller import Action
-from flamewatch.config import IngesterConfig, IngestLimits
+from flamewatch.ingester.config import IngesterConfig, IngestLimits
 from flamewatch.ingester.errors import OtlpDecodeError
 from flamewatch.ingester.otlp import convert
 from flamewatch.ingester.otlp_limits import check_json_counts

@@ -12,7 +12,7 @@ import hashlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from flamewatch.config import IngestLimits
+from flamewatch.ingester.config import IngestLimits
 from flamewatch.labels.labelset import fingerprint, validate_labels
 from flamewatch.labels.names import DEFAULT_SERVICE, NAME_LABEL, SERVICE_LABEL, TYPE_LABEL
 from flamewatch.pprof import InvalidProfile, LimitExceeded, decode, decompress, split, validate

@@ -21,7 +21,7 @@ from fastapi import APIRouter
 
 from flamewatch.api.push.v1 import push_pb2, push_pb2_grpc
 from flamewatch.auth.caller import Action
-from flamewatch.config import IngestLimits
+from flamewatch.ingester.config import IngestLimits
 from flamewatch.labels.sanitize import label_name
 from flamewatch.pprof import LimitExceeded
 from flamewatch.rpc import connect

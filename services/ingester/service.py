@@ -20,15 +20,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from flamewatch.api.flamewatch.v1 import ingest_pb2, ingest_pb2_grpc
 from flamewatch.auth.caller import Action
-from flamewatch.config import IngesterConfig, IngestLimits
 from flamewatch.ingester import pyroscope, pyroscope_ingest
 from flamewatch.ingester.batcher import Batcher
 from flamewatch.ingester.compactor import Maintenance
+from flamewatch.ingester.config import IngesterConfig, IngestLimits
 from flamewatch.ingester.otlp_receiver import grpc_handler as otlp_grpc_handler
 from flamewatch.ingester.otlp_receiver import http_router as otlp_http_router
 from flamewatch.ingester.prepare import Prepared, prepare
 from flamewatch.ingester.ratelimit import SeriesLimiter, TenantRateLimiter
 from flamewatch.ingester.writer import BlockWriter
+from flamewatch.periodic import every
 from flamewatch.pprof import LimitExceeded, decompressed_size_hint, hint_from_file_name
 from flamewatch.rpc.auth import WriteTenant, grpc_tenant
 from flamewatch.rpc.body import read_limited
@@ -74,9 +75,12 @@ class Ingester:
 
     def start(self) -> None:
         self._batcher.start()
-        self._loops.append(asyncio.create_task(self._sweep_forever(), name="sweeper"))
+        self._loops.append(asyncio.create_task(
+            every(self.config.sweep_interval_s, self._sweep, "sweeping orphaned blocks", log), name="sweeper"))
         if self.config.maintenance.interval_s > 0:
-            self._loops.append(asyncio.create_task(self._maintenance.run_forever(), name="compaction"))
+            self._loops.append(asyncio.create_task(
+                every(self.config.maintenance.interval_s, self._maintenance.run_now, "compaction and retention round",
+                      log), name="compaction"))
 
     async def stop(self) -> None:
         for loop in self._loops:
@@ -144,14 +148,8 @@ class Ingester:
         return Prepared([_dated(e, twins.get((e.fingerprint, e.content_hash))) for e in prepared.entries],
                         prepared.nbytes, dated_by_server=True)
 
-    async def _sweep_forever(self) -> None:
-        while True:
-            await asyncio.sleep(self.config.sweep_interval_s)
-            try:
-                await asyncio.to_thread(sweep_orphans, self._store, self._db,
-                                        grace_ns=int(self.config.orphan_grace_s * 1e9), now_ns=time.time_ns())
-            except Exception as exc:  # noqa: BLE001 - the next round tries again
-                log.warning("sweeping orphaned blocks failed: %s", exc)
+    def _sweep(self) -> None:
+        sweep_orphans(self._store, self._db, grace_ns=int(self.config.orphan_grace_s * 1e9), now_ns=time.time_ns())
 
 
 def _check_push_size(series: Series, limits: IngestLimits) -> None:

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from flamewatch.config import QuerierConfig
 from flamewatch.labels.selector import Query, parse_query, parse_selector
 from flamewatch.pprof.profile_types import ProfileType
 from flamewatch.querier import deadline, selection
 from flamewatch.querier.blocks import BlockCache
 from flamewatch.querier.calltree import CallTree
+from flamewatch.querier.config import QuerierConfig
 from flamewatch.querier.formats.pprof import render_pprof
 from flamewatch.querier.merging import (
     Rows,

@@ -21,10 +21,11 @@ from infra import helm
 from kubernetes.client import V1Container, V1ContainerPort, V1ObjectMeta, V1Pod, V1PodSpec, V1PodStatus
 
 from flamewatch import cli
+from flamewatch.cli.flags import env_name, storage_config
+from flamewatch.collector.config import parse_config
 from flamewatch.collector.discovery.kubernetes_labels import pod_group
 from flamewatch.collector.targetgroup import TargetGroup
 from flamewatch.collector.targets import discovered_labels, final_labels
-from flamewatch.scrapeconfig import parse_config
 
 pytestmark = [pytest.mark.helm, pytest.mark.usefixtures("helm_binary")]
 
@@ -454,7 +455,7 @@ def _parsed(deployment: dict, monkeypatch: pytest.MonkeyPatch):
 
 def _flags(command: str) -> set[str]:
     parser = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    return {cli._env_name(flag) for action in parser.choices[command]._actions for flag in action.option_strings}
+    return {env_name(flag) for action in parser.choices[command]._actions for flag in action.option_strings}
 
 
 @pytest.mark.parametrize("values", VALUES_FILES, ids=lambda p: p.stem)
@@ -470,7 +471,7 @@ def test_the_storage_the_pods_open_is_the_configured_one(monkeypatch: pytest.Mon
     deployments = _by_kind(_render("external"), "Deployment")
     for name in ("ingester", "querier"):
         args, _ = _parsed(deployments[f"{FULL}-{name}"], monkeypatch)
-        storage = cli.storage_config(args)
+        storage = storage_config(args)
         assert storage.postgres.dsn == \
             "postgresql://flamewatch_app@db.internal.example.com:6432/profiles?sslmode=verify-full"
         store = storage.object_store
@@ -480,7 +481,7 @@ def test_the_storage_the_pods_open_is_the_configured_one(monkeypatch: pytest.Mon
             ("flamewatch-s3/AWS_ACCESS_KEY_ID", "flamewatch-s3/AWS_SECRET_ACCESS_KEY")
     bundled = _by_kind(_render("default"), "Deployment")
     args, _ = _parsed(bundled[f"{FULL}-ingester"], monkeypatch)
-    store = cli.storage_config(args).object_store
+    store = storage_config(args).object_store
     assert (store.endpoint, store.insecure) == (f"{FULL}-minio:9000", True)
     assert args.flush_interval == 0.5 and args.compaction_interval == 60
 

@@ -11,7 +11,7 @@ from infra.kubeapi import KubeAPIServer
 from kubernetes import client as k8s
 from kubernetes.dynamic import DynamicClient
 
-from flamewatch.scrapeconfig import parse_config
+from flamewatch.collector.config import parse_config
 
 pytestmark = [pytest.mark.helm, pytest.mark.kubernetes, pytest.mark.usefixtures("helm_binary")]
 

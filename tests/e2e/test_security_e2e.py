@@ -38,9 +38,10 @@ from flamewatch.api.flamewatch.v1 import (
 from flamewatch.api.push.v1 import push_pb2
 from flamewatch.api.querier.v1 import querier_pb2
 from flamewatch.api.types.v1 import types_pb2 as pyroscope_types_pb2
-from flamewatch.cli import routers_of_all
-from flamewatch.config import IngesterConfig, QuerierConfig
+from flamewatch.cli.allinone import routers_of_all
+from flamewatch.ingester.config import IngesterConfig
 from flamewatch.ingester.service import Ingester
+from flamewatch.querier.config import QuerierConfig
 from flamewatch.rpc.auth import api_routes
 from flamewatch.rpc.http import build_app
 from flamewatch.selfprofile.routes import router as profiling_router

@@ -288,7 +288,7 @@ def assert_partial_only_for_unuploaded_objects(answer: dict, uploaded: Path) -> 
     assert uploaded.name not in shown
     assert answer["partial"] is bool(shown)
     named = [re.compile(rf"/{re.escape(name)}( \(build ID [0-9a-f]+\))? are shown as addresses") for name in shown]
-    assert all(any(pattern.search(w) for w in answer["warnings"]) for pattern in named), answer["warnings"]
+    assert all(any(pattern.search(w) for w in answer["warnings"]) for pattern in named), (shown, answer["warnings"])
     assert not [w for w in answer["warnings"] if str(uploaded) in w]
 
 

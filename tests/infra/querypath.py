@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from flamewatch.config import IngestLimits
+from flamewatch.ingester.config import IngestLimits
 from flamewatch.ingester.prepare import prepare
 from flamewatch.querier.blocks import BlockCache
 from flamewatch.querier.calltree import CallTree

@@ -8,10 +8,10 @@ from collections import defaultdict
 import pytest
 from infra import gotargets
 
+from flamewatch.collector.config import parse_config
 from flamewatch.collector.discovery.manager import DiscoveryManager
 from flamewatch.collector.manager import ScrapeManager
 from flamewatch.pprof import decode, split
-from flamewatch.scrapeconfig import parse_config
 
 CONFIG = """
 scrape_configs:

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 from e2e.pushes import rewritten
 
-from flamewatch.config import IngestLimits, QuerierConfig
+from flamewatch.ingester.config import IngestLimits
 from flamewatch.ingester.prepare import prepare
 from flamewatch.ingester.writer import BlockWriter
 from flamewatch.querier.blocks import BlockCache
+from flamewatch.querier.config import QuerierConfig
 from flamewatch.querier.engine import Querier
 from flamewatch.querier.formats import renderer
 from flamewatch.querier.paths import PathIndex

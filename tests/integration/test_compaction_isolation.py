@@ -16,9 +16,9 @@ from e2e.pushes import rewritten
 from infra.minio import MinioServer
 from prometheus_client import REGISTRY
 
-from flamewatch.config import IngestLimits, MaintenanceConfig
 from flamewatch.ingester import compactor
 from flamewatch.ingester.compactor import Maintenance
+from flamewatch.ingester.config import IngestLimits, MaintenanceConfig
 from flamewatch.ingester.prepare import prepare
 from flamewatch.storage import compaction, index
 from flamewatch.storage.block import write_block

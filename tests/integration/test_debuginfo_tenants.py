@@ -17,10 +17,11 @@ from integration.test_querier_symbolization import InProcess
 from integration.test_query_answers import ALL, BASE, CPU
 from integration.test_symbolizer import _text_range
 
-from flamewatch.config import IngestLimits, QuerierConfig
+from flamewatch.ingester.config import IngestLimits
 from flamewatch.ingester.prepare import prepare
 from flamewatch.ingester.writer import BlockWriter
 from flamewatch.querier.blocks import BlockCache
+from flamewatch.querier.config import QuerierConfig
 from flamewatch.querier.engine import Querier
 from flamewatch.querier.paths import PathIndex
 from flamewatch.querier.symbolization import Symbolization

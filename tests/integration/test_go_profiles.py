@@ -18,7 +18,7 @@ from infra.gotargets import SAMPLE_TYPES, SCRAPE_NAMES
 
 from flamewatch.api.flamewatch.v1 import pprof_envelope_pb2
 from flamewatch.api.perftools.profiles import profile_pb2
-from flamewatch.config import IngestLimits
+from flamewatch.ingester.config import IngestLimits
 from flamewatch.ingester.prepare import prepare
 from flamewatch.pprof import Profile, decode, encode, profile_name, validate
 from flamewatch.storage.block import BlockReader, write_block

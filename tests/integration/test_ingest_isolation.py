@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from infra.tinypprof import tiny_pprof
 
-from flamewatch.config import IngesterConfig, IngestLimits, MaintenanceConfig
 from flamewatch.ingester import service
 from flamewatch.ingester.batcher import Batcher
+from flamewatch.ingester.config import IngesterConfig, IngestLimits, MaintenanceConfig
 from flamewatch.ingester.prepare import prepare
 from flamewatch.ingester.service import Ingester
 from flamewatch.ingester.writer import BlockWriter, identity

@@ -12,8 +12,8 @@ import pytest
 from infra.kubeapi import KubeAPIServer
 from kubernetes import client as k8s
 
+from flamewatch.collector.config import KubernetesNamespaces, KubernetesSDConfig, KubernetesSelector
 from flamewatch.collector.discovery import kubernetes as discovery
-from flamewatch.scrapeconfig import KubernetesNamespaces, KubernetesSDConfig, KubernetesSelector
 
 pytestmark = pytest.mark.kubernetes
 

@@ -15,7 +15,7 @@ from infra import gotool
 from infra.gotargets import SAMPLE_TYPES, SCRAPE_NAMES
 
 from flamewatch.api.perftools.profiles import profile_pb2
-from flamewatch.config import IngestLimits
+from flamewatch.ingester.config import IngestLimits
 from flamewatch.ingester.prepare import prepare
 from flamewatch.pprof import decode
 from flamewatch.querier.blocks import BlockCache

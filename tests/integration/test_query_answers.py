@@ -15,11 +15,12 @@ from e2e.pushes import rewritten
 from infra import native
 from integration.test_querier_symbolization import InProcess
 
-from flamewatch.config import IngestLimits, QuerierConfig
+from flamewatch.ingester.config import IngestLimits
 from flamewatch.ingester.prepare import prepare
 from flamewatch.ingester.writer import BlockWriter
 from flamewatch.pprof import decode
 from flamewatch.querier.blocks import BlockCache
+from flamewatch.querier.config import QuerierConfig
 from flamewatch.querier.engine import Querier
 from flamewatch.querier.paths import PathIndex
 from flamewatch.querier.symbolization import Symbolization

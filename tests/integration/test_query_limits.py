@@ -12,9 +12,9 @@ import httpx
 import pytest
 from integration.test_compaction import BASE, CPU, MIN, TENANT, push
 
-from flamewatch.config import QuerierConfig
 from flamewatch.querier import api, deadline
 from flamewatch.querier.blocks import BlockCache
+from flamewatch.querier.config import QuerierConfig
 from flamewatch.querier.deadline import QueryTimeout, TimedDatabase
 from flamewatch.querier.engine import Querier
 from flamewatch.querier.paths import PathIndex

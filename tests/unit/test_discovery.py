@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from flamewatch.collector.config import FileSDConfig, ScrapeConfig, StaticConfig
 from flamewatch.collector.discovery.file import FileTargets, file_discoverer
 from flamewatch.collector.discovery.manager import DiscoveryManager
 from flamewatch.collector.discovery.refresh import RefreshDiscoverer
 from flamewatch.collector.discovery.registry import UnknownDiscoveryConfig, discoverers_for
 from flamewatch.collector.targetgroup import TargetGroup
-from flamewatch.scrapeconfig import FileSDConfig, ScrapeConfig, StaticConfig
 
 FAST = 0.02  # a check interval for tests that do not measure the real one
 

@@ -8,11 +8,11 @@ import argparse
 import pytest
 from infra.tinypprof import tiny_pprof
 
-from flamewatch.config import IngesterConfig, IngestLimits, MaintenanceConfig
+from flamewatch.cli.limits import ingest_limits, limit_flags
+from flamewatch.ingester.config import IngesterConfig, IngestLimits, MaintenanceConfig
 from flamewatch.ingester.prepare import prepare
 from flamewatch.labels.errors import InvalidLabelError
 from flamewatch.labels.labelset import validate_labels
-from flamewatch.limit_flags import ingest_limits, limit_flags
 from flamewatch.pprof import InvalidProfile, LimitExceeded
 from flamewatch.rpc.errors import status_of
 from flamewatch.rpc.tenant import resolve_tenant

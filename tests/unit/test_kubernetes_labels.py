@@ -33,6 +33,7 @@ from kubernetes.client import (
     V1ServiceSpec,
 )
 
+from flamewatch.collector.config import KubernetesSDConfig
 from flamewatch.collector.discovery.kubernetes import KubernetesDiscoverer
 from flamewatch.collector.discovery.kubernetes_labels import (
     endpoints_group,
@@ -43,7 +44,6 @@ from flamewatch.collector.discovery.kubernetes_labels import (
 )
 from flamewatch.collector.discovery.kubernetes_watch import Change, Informer, Replace
 from flamewatch.collector.targetgroup import TargetGroup
-from flamewatch.scrapeconfig import KubernetesSDConfig
 
 M = "__meta_kubernetes_"
 

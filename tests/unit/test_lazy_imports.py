@@ -15,8 +15,9 @@ from flamewatch.storage.objstore import FilesystemConfig, open_object_store
 
 SERVICE_STACK = ("numpy", "pyarrow", "psycopg", "httpx", "fastapi", "grpc", "kubernetes", "minio", "symbolic")
 STORAGE_AND_OTHER_SERVICES = ("psycopg", "psycopg_pool", "pyarrow.parquet", "kubernetes", "minio", "symbolic",
-                              "flamewatch.storage.postgres", "flamewatch.storage.block", "flamewatch.querier",
-                              "flamewatch.ingester", "flamewatch.symbolizer.service")
+                              "flamewatch.storage.postgres", "flamewatch.storage.block", "flamewatch.querier.engine",
+                              "flamewatch.ingester.service", "flamewatch.symbolizer.service")
+# (the services' config modules are light: the command line reads its flags' defaults from them)
 
 
 def loaded_after(code: str, modules: tuple[str, ...]) -> list[str]:
@@ -42,7 +43,7 @@ def test_a_collector_imports_neither_storage_nor_the_other_services():
         from flamewatch.collector.service import Collector, http_router, register_grpc
         from flamewatch.rpc.http import build_app
         from flamewatch.rpc.runtime import serve
-        from flamewatch.scrapeconfig import StaticConfig
+        from flamewatch.collector.config import StaticConfig
         flamewatch.cli.build_parser()
         discoverers_for("job", [StaticConfig(targets=("127.0.0.1:6060",))])
     """
@@ -53,7 +54,7 @@ def test_the_kubernetes_client_is_imported_by_the_first_kubernetes_sd_config():
     code = """
         import sys
         from flamewatch.collector.discovery.registry import discoverers_for
-        from flamewatch.scrapeconfig import KubernetesSDConfig
+        from flamewatch.collector.config import KubernetesSDConfig
         assert "kubernetes" not in sys.modules
         [discoverer] = discoverers_for("job", [KubernetesSDConfig(role="pod", api_server="http://127.0.0.1:1")])
         assert type(discoverer).__name__ == "KubernetesDiscoverer", type(discoverer)

@@ -15,7 +15,7 @@ from fastapi import FastAPI
 from google.protobuf import json_format
 from infra.otlp import ExportBuilder, many_samples
 
-from flamewatch.config import IngesterConfig, IngestLimits
+from flamewatch.ingester.config import IngesterConfig, IngestLimits
 from flamewatch.ingester.errors import OtlpInvalidProfile
 from flamewatch.ingester.otlp import convert
 from flamewatch.ingester.otlp_receiver import HTTP_PATH, http_router

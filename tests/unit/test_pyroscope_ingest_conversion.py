@@ -8,7 +8,7 @@ import pytest
 from infra.stringtable import interner
 
 from flamewatch.api.perftools.profiles import profile_pb2 as pb
-from flamewatch.config import IngestLimits
+from flamewatch.ingester.config import IngestLimits
 from flamewatch.ingester.prepare import prepare
 from flamewatch.ingester.pyroscope_ingest import (
     AppName,

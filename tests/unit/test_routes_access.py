@@ -5,12 +5,13 @@ them; their objects are never called, so none needs storage."""
 import httpx
 import pytest
 
-from flamewatch.cli import routers_of_all
+from flamewatch.cli.allinone import routers_of_all
 from flamewatch.collector.service import http_router as collector_router
-from flamewatch.config import IngesterConfig, QuerierConfig
 from flamewatch.frontend.service import api_proxy_router, collector_proxy_router, ui_router
+from flamewatch.ingester.config import IngesterConfig
 from flamewatch.ingester.service import Ingester
 from flamewatch.ingester.service import http_router as ingest_router
+from flamewatch.querier.config import QuerierConfig
 from flamewatch.querier.connect import router as query_connect_router
 from flamewatch.querier.pyroscope_render import router as render_router
 from flamewatch.querier.rest import router as query_router

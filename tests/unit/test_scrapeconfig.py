@@ -5,8 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from flamewatch.labels.relabel import RelabelConfig
-from flamewatch.scrapeconfig import (
+from flamewatch.collector.config import (
     Authorization,
     BasicAuth,
     ConfigError,
@@ -25,6 +24,7 @@ from flamewatch.scrapeconfig import (
     load_config,
     parse_config,
 )
+from flamewatch.labels.relabel import RelabelConfig
 
 TESTDATA = Path(__file__).parent / "testdata" / "config"
 EXAMPLE = Path(__file__).parents[2] / "examples" / "flamewatch.yaml"

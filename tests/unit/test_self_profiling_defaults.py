@@ -8,8 +8,8 @@ import yaml
 
 from flamewatch.cli import build_parser
 from flamewatch.clientconfig import TLSConfig
+from flamewatch.collector.config import parse_config
 from flamewatch.rpc.channels import ClientIdentity
-from flamewatch.scrapeconfig import parse_config
 from flamewatch.selfprofile.scrape_config import self_scrape_config
 
 ROOT = Path(__file__).resolve().parents[2]

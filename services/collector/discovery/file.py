@@ -21,9 +21,9 @@ from typing import Any
 
 import yaml
 
+from flamewatch.collector.config import FileSDConfig
 from flamewatch.collector.discovery.refresh import RefreshDiscoverer
 from flamewatch.collector.targetgroup import TargetGroup
-from flamewatch.scrapeconfig import FileSDConfig
 
 __all__ = ["CHECK_INTERVAL_S", "FileSDError", "FileTargets", "file_discoverer", "read_groups"]
 

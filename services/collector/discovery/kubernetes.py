@@ -26,6 +26,7 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.config.incluster_config import InClusterConfigLoader
 
+from flamewatch.collector.config import KubernetesSDConfig
 from flamewatch.collector.discovery import Up
 from flamewatch.collector.discovery.kubernetes_labels import (
     endpoints_group,
@@ -37,7 +38,6 @@ from flamewatch.collector.discovery.kubernetes_labels import (
 )
 from flamewatch.collector.discovery.kubernetes_watch import Change, Informer, ListCall, Replace, poster
 from flamewatch.collector.targetgroup import TargetGroup
-from flamewatch.scrapeconfig import KubernetesSDConfig
 
 __all__ = ["RESYNC_S", "SERVICE_ACCOUNT_DIR", "KubernetesDiscoverer", "kubernetes_discoverer"]
 

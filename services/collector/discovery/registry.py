@@ -1,8 +1,8 @@
 """The one list of built-in discoverers: which config type builds which discoverer.
 
-The config dataclasses live in `flamewatch.scrapeconfig` (shared code, no service logic), so they cannot
-build their discoverers themselves; this table does it. To add a discoverer, add its entry to `BUILTINS`
-(see the collector README). Nothing registers itself on import.
+The config dataclasses of `flamewatch.collector.config` are plain data (the file's schema, no imports of
+discovery), so they do not build their discoverers themselves; this table does it. To add a discoverer,
+add its entry to `BUILTINS` (see the collector README). Nothing registers itself on import.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from flamewatch.collector.config import FileSDConfig, KubernetesSDConfig, StaticConfig
 from flamewatch.collector.discovery import Discoverer
 from flamewatch.collector.discovery.file import file_discoverer
 from flamewatch.collector.discovery.static import StaticDiscoverer
-from flamewatch.scrapeconfig import FileSDConfig, KubernetesSDConfig, StaticConfig
 
 __all__ = ["BUILTINS", "Builtin", "UnknownDiscoveryConfig", "discoverers_for", "sd_configs"]
 

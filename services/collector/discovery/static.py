@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
+from flamewatch.collector.config import StaticConfig
 from flamewatch.collector.discovery import Up
 from flamewatch.collector.targetgroup import TargetGroup
-from flamewatch.scrapeconfig import StaticConfig
 
 __all__ = ["StaticDiscoverer"]
 

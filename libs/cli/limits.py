@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from flamewatch.config import IngestLimits
+from flamewatch.ingester.config import IngestLimits
 
 
 def _duration(text: str) -> int:

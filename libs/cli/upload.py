@@ -1,5 +1,4 @@
-"""Wiring of `flamewatch upload` (push pprof files to an ingester, `flamewatch.upload`); part of the
-composition root `cli`."""
+"""`flamewatch upload`: push pprof files to an ingester (`flamewatch.upload`)."""
 
 from __future__ import annotations
 
@@ -7,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from flamewatch import web_cli
+from flamewatch.cli.web import client_flags, use_client_flags
 
 
 def add_parsers(sub) -> None:
@@ -22,14 +21,14 @@ def add_parsers(sub) -> None:
     p.add("--name", "profile name (process_cpu, memory, goroutine, mutex, block, or one of your own); by "
           "default taken from the profile's content, with the file name as a hint", default=None)
     p.add("--timeout", "seconds to wait for each upload", type=float, default=30.0)
-    web_cli.client_flags(p)
+    client_flags(p)
     p.set_defaults(run=run_upload, log_level="warning")
 
 
 def run_upload(args: argparse.Namespace) -> int:
     from flamewatch.upload import UploadError, upload_files
 
-    web_cli.use_client_flags(args)
+    use_client_flags(args)
     try:
         for line in upload_files(args.files, args.url, args.labels, args.tenant, args.name, args.timeout):
             print(line)

@@ -1,6 +1,6 @@
-"""Wiring of security for the CLI: `flamewatch web hash-password` and `hash-token`, which make the
-hashes the web configuration file holds, and the client flags (`--token`, `--basic-auth`, `--tls.*`)
-of the commands that call a server (`upload`, `debuginfo upload`); part of the composition root `cli`."""
+"""`flamewatch web hash-password` and `hash-token`, which make the hashes the web configuration file
+holds, and the client flags (`--token`, `--basic-auth`, `--tls.*`) of the commands that call a server
+(`upload`, `debuginfo upload`)."""
 
 from __future__ import annotations
 

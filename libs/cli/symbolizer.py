@@ -1,5 +1,5 @@
-"""Wiring of the symbolizer's commands (`flamewatch symbolizer`, `flamewatch debuginfo upload`) and of
-the symbolization step into the querier and `flamewatch all`; part of the composition root `cli`."""
+"""`flamewatch symbolizer` and `flamewatch debuginfo upload`, and the symbolizer's flags that the querier
+and `flamewatch all` take too."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import contextlib
 import sys
 from pathlib import Path
 
-from flamewatch import cli
+from flamewatch.cli import flags
+from flamewatch.cli.process import listen, run, serve
+from flamewatch.cli.web import client_flags, use_client_flags
 
 
 def add_parsers(sub) -> None:
@@ -42,33 +44,6 @@ def symbolizer_config(args: argparse.Namespace, grpc_address: str = ":4501", htt
                             debuginfod_timeout_s=args.debuginfod_timeout, negative_cache_s=args.negative_cache)
 
 
-def open_symbolizer(stack: contextlib.ExitStack | contextlib.AsyncExitStack, store, config):
-    """The symbolizer over an open object store, and its gRPC registration."""
-    from flamewatch.symbolizer.debuginfod import DebuginfodClient
-    from flamewatch.symbolizer.service import register_grpc
-    from flamewatch.symbolizer.store import DebuginfoStore
-    from flamewatch.symbolizer.symbolizer import Symbolizer
-
-    client = DebuginfodClient(config.debuginfod_urls, config.debuginfod_timeout_s, config.negative_cache_s)
-    stack.callback(client.close)
-    symbolizer = Symbolizer(DebuginfoStore(store), client, config)
-    return symbolizer, register_grpc(symbolizer, config.max_upload_bytes)
-
-
-def symbolization(stack, address: str | None, db):
-    """The querier's symbolization step talking to the symbolizer at `address` (None: no step)."""
-    if not address:
-        return None
-    from flamewatch.querier.symbolization import Symbolization
-    from flamewatch.querier.symbolizer_client import GrpcSymbolizer
-
-    client = GrpcSymbolizer(address)
-    stack.callback(client.close)
-    step = Symbolization(client, db)
-    stack.callback(step.close)  # before the database closes: the stack closes the last opened first
-    return step
-
-
 def _symbolizer_parser(sub) -> None:
     p = sub.add_parser("symbolizer", help="name addresses: store debug information and symbolize for the querier",
                        description="Serve SymbolizerService over gRPC: debug information uploaded with "
@@ -77,8 +52,8 @@ def _symbolizer_parser(sub) -> None:
     p.address("--http-address", "HTTP listen address (/metrics, /healthz)", ":4500")
     p.address("--grpc-address", "gRPC listen address (SymbolizerService)", ":4501")
     symbolizer_flags(p)
-    cli._storage_flags(p)
-    cli._common_flags(p)
+    flags.storage_flags(p)
+    flags.common_flags(p)
     p.set_defaults(run=run_symbolizer)
 
 
@@ -99,7 +74,7 @@ def _debuginfo_parser(sub) -> None:
            "anonymous, or the credential's first tenant)", default=None)
     up.add("--shared", "store the files in the shared set, which names every tenant's profiles (the credential "
            "needs admin)", action="store_true")
-    cli.web_cli().client_flags(up)
+    client_flags(up)
     up.set_defaults(run=run_debuginfo_upload, log_level="warning", command="debuginfo upload")
 
 
@@ -109,20 +84,21 @@ def run_symbolizer(args: argparse.Namespace) -> int:
     async def main(stack: contextlib.AsyncExitStack) -> None:
         from flamewatch.rpc.readiness import Check, Readiness
         from flamewatch.storage.objstore import open_object_store
+        from flamewatch.symbolizer.assemble import assemble
 
-        listeners = cli._listen(args, stack, config.http_address, config.grpc_address)
-        store = open_object_store(cli.storage_config(args).object_store)  # no Postgres: it keeps nothing there
+        listeners = listen(args, stack, config.http_address, config.grpc_address)
+        store = open_object_store(flags.storage_config(args).object_store)  # no Postgres: it keeps nothing there
         stack.callback(store.close)
-        _, register = open_symbolizer(stack, store, config)
-        await cli._serve(args, listeners, [], register, ready=Readiness([Check("object store", store.ping)]))
+        await serve(args, listeners, assemble(stack, store, config),
+                    ready=Readiness([Check("object store", store.ping)]))
 
-    return cli._run(main)
+    return run(main)
 
 
 def run_debuginfo_upload(args: argparse.Namespace) -> int:
     from flamewatch.symbolizer.upload_client import DebuginfoUploadError, upload_debuginfo
 
-    cli.web_cli().use_client_flags(args)
+    use_client_flags(args)
     try:
         for line in upload_debuginfo(args.files, args.symbolizer_address, args.timeout, args.tenant, args.shared):
             print(line)

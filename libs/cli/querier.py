@@ -1,0 +1,50 @@
+"""`flamewatch querier`: answer queries over gRPC and REST."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+
+from flamewatch.cli import flags
+from flamewatch.cli.process import listen, open_storage, run, serve
+from flamewatch.cli.symbolizer import querier_flags as symbolizer_address_flag
+from flamewatch.querier.config import QuerierConfig
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("querier", help="answer label, series, range and profile queries",
+                       description="Serve QueryService over gRPC and the same operations over REST under "
+                       "/api/v1/ (profile_types, labels, label/<name>/values, series, query_range, query, diff).")
+    p.address("--http-address", "HTTP listen address (/api/v1, /metrics, /healthz)", QuerierConfig.http_address)
+    p.address("--grpc-address", "gRPC listen address (QueryService)", QuerierConfig.grpc_address)
+    p.add("--cache-bytes", "memory for parsed blocks and the profile entries queries decoded from them; "
+          "the least recently used blocks go first", type=int, default=QuerierConfig.cache_bytes)
+    p.add("--cache.disk-dir", "keep fetched blocks in this directory too, so repeated and restarted queries "
+          "read local disk instead of the object store (off by default)", dest="disk_cache_dir", default=None)
+    p.add("--cache.disk-bytes", "the most the disk cache keeps; the least recently read blocks go first",
+          dest="disk_cache_bytes", type=int, default=QuerierConfig.disk_cache_bytes)
+    p.add("--max-nodes", "default largest number of nodes in a flamegraph, top table or tree", type=int,
+          default=QuerierConfig.default_max_nodes)
+    flags.query_limit_flags(p)
+    symbolizer_address_flag(p)
+    flags.storage_flags(p)
+    flags.common_flags(p)
+    p.set_defaults(run=run_querier)
+
+
+def run_querier(args: argparse.Namespace) -> int:
+    from flamewatch.querier import assemble
+    from flamewatch.rpc.readiness import storage_readiness
+
+    config = QuerierConfig(http_address=args.http_address, grpc_address=args.grpc_address,
+                           cache_bytes=args.cache_bytes, default_max_nodes=args.max_nodes,
+                           disk_cache_dir=args.disk_cache_dir, disk_cache_bytes=args.disk_cache_bytes,
+                           **flags.query_limits(args))
+
+    async def main(stack: contextlib.AsyncExitStack) -> None:
+        listeners = listen(args, stack, config.http_address, config.grpc_address)
+        store, db = open_storage(stack, flags.storage_config(args))
+        await serve(args, listeners, assemble.assemble(stack, config, store, db, args.symbolizer_address),
+                    ready=storage_readiness(store, db))
+
+    return run(main)

@@ -14,7 +14,7 @@ import pytest
 
 from flamewatch.auth.caller import Authenticator
 from flamewatch.auth.webconfig import WebConfig, parse_web_config
-from flamewatch.config import QuerierConfig
+from flamewatch.querier.config import QuerierConfig
 from flamewatch.querier.engine import Querier
 from flamewatch.querier.rest import router
 from flamewatch.rpc.http import build_app

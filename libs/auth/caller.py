@@ -4,9 +4,9 @@
 certificate's common name into a `Caller`, or raises `Unauthenticated` (HTTP 401, gRPC UNAUTHENTICATED).
 `Caller.tenant(action, asked)` gives the tenant a request acts on: the one `X-Scope-OrgID` asks for if
 the credential allows it (else `PermissionDenied`: HTTP 403, gRPC PERMISSION_DENIED), or the first
-tenant the credential may use when the request asks for none. Without a web configuration file every
-request is `ANYONE`, who may do everything and is `anonymous` unless it names a tenant: Flamewatch as it
-was before credentials.
+tenant the credential may use when the request asks for none; `Caller.readable_tenants` lists those it
+may read, for a tenant picker. Without a web configuration file every request is `ANYONE`, who may do
+everything and is `anonymous` unless it names a tenant: Flamewatch as it was before credentials.
 
 bcrypt is slow on purpose (about 50 ms a check at cost 10), so a password checked once is remembered
 by a keyed digest of the user and password (never the password), as Prometheus's exporter-toolkit
@@ -27,6 +27,7 @@ import logging
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import bcrypt
@@ -78,6 +79,16 @@ class Caller:
         if allowed:
             return DEFAULT_TENANT
         refuse("tenant_denied", f"{self.name} may not {action.value} any tenant")
+
+    def readable_tenants(self, stored: Iterable[str]) -> list[str]:
+        """The tenants this caller may read, its default first (the one a request naming none acts on):
+        those its credential lists and, if it may read every tenant, each of `stored` (those with data).
+        A caller who may read none is refused, as by `tenant`."""
+        default = self.tenant(Action.READ, None)
+        listed = [t for t in self.access.read if t != ALL_TENANTS]
+        if ALL_TENANTS in self.access.read:
+            listed += sorted(stored)
+        return list(dict.fromkeys([default, *listed]))
 
     def require_admin(self, what: str) -> None:
         if not self.access.admin:

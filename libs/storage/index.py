@@ -345,6 +345,16 @@ def active_series(db: Database, tenant: str, since_ns: int) -> int:
                             (tenant, since_ns)).fetchone()[0]
 
 
+def tenant_series(db: Database, tenants: Sequence[str] | None = None) -> dict[str, int]:
+    """How many series each tenant has (of `tenants`, or of every tenant): the tenants with data, as far
+    as the index knows (series outlive the profiles retention drops, so a tenant may have none left)."""
+    query, params = "SELECT tenant, count(*) FROM series", []
+    if tenants is not None:
+        query, params = query + " WHERE tenant = ANY(%s)", [list(tenants)]
+    with db.connection() as conn:
+        return dict(conn.execute(query + " GROUP BY tenant", params).fetchall())
+
+
 def _unpack(found: list[tuple]) -> ProfileRows:
     """block_series rows (series_id, block_id, times, rows, totals, hashes) as one profile per element."""
     counts = [len(r[2]) // _TIME.itemsize for r in found]

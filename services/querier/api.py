@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 from prometheus_client import Histogram
 
+from flamewatch.auth.caller import Caller
+from flamewatch.auth.webconfig import ALL_TENANTS
 from flamewatch.querier import deadline
 from flamewatch.querier.engine import Merged, Querier
 from flamewatch.querier.formats import RENDERERS, diff_renderer, renderer
@@ -30,6 +32,13 @@ _POINTS = 120
 class Rendered:
     merged: Merged
     body: dict | bytes  # bytes for pprof
+
+
+@dataclass(frozen=True)
+class TenantInfo:
+    name: str
+    series: int  # in the index; 0 for a tenant without data yet
+    default: bool  # the tenant of a request without X-Scope-OrgID
 
 
 def time_range(start: str | None, end: str | None) -> tuple[int, int]:
@@ -59,6 +68,17 @@ def check_granularity(granularity: str | None) -> str:
     if value not in GRANULARITIES:
         raise ValueError(f"unknown granularity {value!r}; known: {', '.join(GRANULARITIES)}")
     return value
+
+
+def tenants(q: Querier, caller: Caller) -> list[TenantInfo]:
+    """The tenants the caller may read (`Caller.readable_tenants`), its default first, each with its series.
+
+    A credential that lists its tenants learns the counts of those only; one that may read every tenant
+    gets every tenant with data."""
+    explicit = None if ALL_TENANTS in caller.access.read else caller.readable_tenants(())
+    series = q.tenant_series(explicit)
+    names = explicit if explicit is not None else caller.readable_tenants(series)
+    return [TenantInfo(name, series.get(name, 0), i == 0) for i, name in enumerate(names)]
 
 
 def query(q: Querier, tenant: str, text: str, start: int, end: int, at: int | None, fmt: str,

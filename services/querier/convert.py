@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flamewatch.api.flamewatch.v1 import query_pb2, types_pb2
 from flamewatch.pprof.profile_types import ProfileType
+from flamewatch.querier.api import TenantInfo
 from flamewatch.querier.engine import Points
 from flamewatch.rpc import labelpairs
 
@@ -20,6 +21,10 @@ GRANULARITY_NAMES = {
     query_pb2.GRANULARITY_FUNCTIONS: "functions",
     query_pb2.GRANULARITY_LINES: "lines",
 }
+
+
+def tenant(t: TenantInfo) -> query_pb2.Tenant:
+    return query_pb2.Tenant(name=t.name, series=t.series, is_default=t.default)
 
 
 def profile_type(t: ProfileType) -> types_pb2.ProfileType:

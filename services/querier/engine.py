@@ -101,6 +101,11 @@ class Querier:
         return _parsed_types(index.profile_types(self.db, tenant, start, end))
 
     @_bounded
+    def tenant_series(self, tenants: Sequence[str] | None = None) -> dict[str, int]:
+        """Series per tenant with data, of `tenants` or of all."""
+        return index.tenant_series(self.db, tenants)
+
+    @_bounded
     def series(self, tenant: str, selectors: Sequence[str], start: int, end: int) -> list[Series]:
         matcher_sets = self._selectors(selectors)
         found: dict[int, Series] = {}

@@ -1,4 +1,4 @@
-"""The querier's REST/JSON API under /api/v1/ (label, series, totals, merged profiles, diff)."""
+"""The querier's REST/JSON API under /api/v1/ (tenants, labels, series, totals, merged profiles, diff)."""
 
 from __future__ import annotations
 
@@ -17,8 +17,9 @@ from flamewatch.querier.rest_models import (
     QueryAnswer,
     QueryRangeAnswer,
     SeriesAnswer,
+    TenantsAnswer,
 )
-from flamewatch.rpc.auth import ReadTenant
+from flamewatch.rpc.auth import Authenticated, ReadTenant
 from flamewatch.rpc.openapi import ERROR_RESPONSES, ErrorBody
 
 From = Annotated[str | None, Query(alias="from", description="start: epoch s/ms/ns, RFC 3339 or now-1h")]
@@ -48,6 +49,12 @@ PPROF_BODY = {"application/octet-stream": {"schema": {"type": "string", "format"
 
 def router(q: Querier) -> APIRouter:
     r = APIRouter(prefix="/api/v1", responses={**ERROR_RESPONSES, 504: TIMEOUT_RESPONSE})
+
+    @r.get("/tenants", summary="Tenants the caller may read, its default first", **_answers(TenantsAnswer))
+    def tenants(caller: Authenticated) -> dict:
+        # Not a ReadTenant: X-Scope-OrgID chooses among these, so a wrong one must not hide the list.
+        return {"status": "success", "data": [{"name": t.name, "series": t.series, "default": t.default}
+                                              for t in api.tenants(q, caller)]}
 
     @r.get("/profile_types", summary="Profile types with data in the range", **_answers(ProfileTypesAnswer))
     def profile_types(tenant: ReadTenant, start: From = None, until: Until = None) -> dict:

@@ -16,6 +16,18 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class TenantBody(_Strict):
+    name: str
+    series: int = Field(description="series in the index; 0 for a tenant without data yet")
+    default: bool = Field(description="the tenant of a request without X-Scope-OrgID")
+
+
+class TenantsAnswer(_Strict):
+    status: Literal["success"]
+    data: list[TenantBody] = Field(description="those the credential lists or, for one that may read every "
+                                   "tenant, every tenant with data; the default first")
+
+
 class ProfileTypeBody(_Strict):
     id: str = Field(description="name:sample_type:sample_unit:period_type:period_unit")
     name: str

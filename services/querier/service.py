@@ -14,7 +14,7 @@ from flamewatch.api.flamewatch.v1 import query_pb2, query_pb2_grpc
 from flamewatch.auth.caller import Action
 from flamewatch.querier import api, convert
 from flamewatch.querier.engine import Querier
-from flamewatch.rpc.auth import grpc_tenant
+from flamewatch.rpc.auth import grpc_caller, grpc_tenant
 from flamewatch.rpc.grpc_server import handled
 
 
@@ -34,6 +34,11 @@ class QueryServicer(query_pb2_grpc.QueryServiceServicer):
     async def _call(self, context, fn, *args):
         return await asyncio.to_thread(fn, grpc_tenant(context, Action.READ), *args)
 
+
+    @handled
+    async def Tenants(self, request, context):
+        found = await asyncio.to_thread(api.tenants, self._q, grpc_caller())
+        return query_pb2.TenantsResponse(tenants=[convert.tenant(t) for t in found])
 
     @handled
     async def ProfileTypes(self, request, context: grpc.aio.ServicerContext):

@@ -19,7 +19,7 @@ import pytest
 from e2e.cluster import FLAMEWATCH
 from infra import gotargets
 from infra.ports import free_port
-from infra.waiting import wait_for
+from infra.waiting import answers, wait_for
 
 CHROMIUM = Path("/usr/bin/chromium")
 # Without the background-networking flags chromium's own connections are refused by a closed network.
@@ -126,6 +126,25 @@ def open_page(chromium, name: str, **context_options) -> Iterator[object]:
 def page(chromium, request: pytest.FixtureRequest) -> Iterator[object]:
     with open_page(chromium, request.node.name) as fresh:
         yield fresh
+
+
+@contextlib.contextmanager
+def secured_flamewatch(workdir: Path, web_config: Path) -> Iterator[str]:
+    """`flamewatch all` on free ports behind this web configuration file, no scrape configuration; its URL
+    once it is ready."""
+    http_port, grpc_port = free_port(), free_port()
+    url = f"http://127.0.0.1:{http_port}"
+    log = workdir / "all.log"
+    with log.open("ab") as out:
+        process = subprocess.Popen([str(FLAMEWATCH), "all", "--web.config.file", str(web_config),
+                                    "--http-address", f"127.0.0.1:{http_port}", "--grpc-address",
+                                    f"127.0.0.1:{grpc_port}", "--no-self-profiling.heap"],
+                                   cwd=workdir, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        wait_for(lambda: answers(url + "/readyz"), 120, "flamewatch all to be ready", log, process)
+        yield url
+    finally:
+        terminate(process)
 
 
 def terminate(process: subprocess.Popen) -> None:

@@ -8,8 +8,10 @@ import subprocess
 import time
 from urllib.parse import parse_qs, urlencode, urlparse
 
+import httpx
 import pytest
 from browser.conftest import CPU, HOT_FUNCTION, SCREENSHOTS, Served
+from infra.tinypprof import tiny_pprof
 from playwright.sync_api import expect
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.postgres, pytest.mark.go]
@@ -364,3 +366,23 @@ def test_the_selector_completes_label_names_and_values(flamewatch_ui, page):
     selector.type("}")
     selector.press("Enter")
     page.wait_for_url(lambda u: "query=%7Bservice_name%3D%22demo%22%7D" in u)
+
+
+def test_without_a_web_config_the_tenant_menu_lists_every_tenant_with_data(flamewatch_ui, page):
+    """A push into team-a, as the README's SDK examples make: on the next refresh the menu appears beside
+    the scrapes' tenant."""
+    page.goto(explore_url(flamewatch_ui))
+    wait_for_flamegraph(page)
+    expect(page.get_by_label("tenant")).to_have_count(0)  # one tenant: nothing to choose
+    pushed = httpx.post(flamewatch_ui.url + "/ingest", params={"service_name": "sdk-app"}, timeout=30,
+                        content=tiny_pprof(time.time_ns(), function="app.handle"), headers={"X-Scope-OrgID": "team-a"})
+    assert pushed.status_code == 200, pushed.text
+    page.get_by_role("button", name="Refresh").click()
+    picker = page.get_by_label("tenant")
+    expect(picker).to_have_value("anonymous")
+    assert picker.locator("option").all_inner_texts() == ["anonymous", "team-a"]
+    picker.select_option("team-a")
+    expect(page.locator("#selector")).to_have_value('{service_name="sdk-app"}')
+    expect(page.locator("[data-testid=top-table] tbody td.fn", has_text="app.handle")).to_have_count(1)
+    # the range stays; the type and selector are the new tenant's
+    assert url_params(page) == {"tenant": "team-a", "type": CPU, "query": '{service_name="sdk-app"}', "from": "now-15m"}

@@ -8,16 +8,12 @@ with a wrong password, the page is the server's 401 with its Basic challenge.
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 
 import httpx
 import pytest
-from browser.conftest import HOT_FUNCTION, Served, open_page, terminate
-from e2e.cluster import FLAMEWATCH
+from browser.conftest import HOT_FUNCTION, Served, open_page, secured_flamewatch
 from e2e.credentials import ALICE, CI, EVERYONE, write_web_config
-from infra.ports import free_port
-from infra.waiting import answers, wait_for
 from playwright.sync_api import Error as PlaywrightError
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.postgres, pytest.mark.go]
@@ -30,24 +26,12 @@ def secured_ui(go_profiles: dict[str, bytes], tmp_path_factory: pytest.TempPathF
     """`flamewatch all` behind a web configuration, holding the Go workload's CPU profile in alice's tenant
     (team-a) and its heap profile in team-b, which alice may read too but does not see by default."""
     workdir = tmp_path_factory.mktemp("flamewatch-ui-auth")
-    web_config = write_web_config(workdir / "web.yml", *EVERYONE)
-    http_port, grpc_port = free_port(), free_port()
-    url = f"http://127.0.0.1:{http_port}"
-    log = workdir / "all.log"
-    with log.open("ab") as out:
-        process = subprocess.Popen([str(FLAMEWATCH), "all", "--web.config.file", str(web_config),
-                                    "--http-address", f"127.0.0.1:{http_port}", "--grpc-address",
-                                    f"127.0.0.1:{grpc_port}", "--no-self-profiling.heap"],
-                                   cwd=workdir, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        wait_for(lambda: answers(url + "/readyz"), 120, "flamewatch all to be ready", log, process)
+    with secured_flamewatch(workdir, write_web_config(workdir / "web.yml", *EVERYONE)) as url:
         for credential, tenant, profile in ((ALICE, "team-a", "cpu"), (CI, "team-b", "heap")):
             r = httpx.post(f"{url}/ingest", params={"service_name": "demo"}, content=go_profiles[profile],
                            headers=credential.headers(tenant), timeout=30)
             assert r.status_code == 200, r.text
         yield Served(url, 0)
-    finally:
-        terminate(process)
 
 
 @pytest.fixture

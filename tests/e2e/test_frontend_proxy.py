@@ -68,7 +68,7 @@ def test_the_querier_does_serve_what_the_escapes_aim_at(cluster: Cluster):
     assert cluster.http.get(cluster.querier_url + "/debug/pprof/profile", params={"seconds": 1}).status_code == 200
 
 
-@pytest.mark.parametrize("path", ["/api/v1/profile_types", "/api/v1/label/service_name/values",
+@pytest.mark.parametrize("path", ["/api/v1/tenants", "/api/v1/profile_types", "/api/v1/label/service_name/values",
                                   "/api/v1/series?match[]=%7Bservice_name%3D%22a%2Fb%22%7D"])
 def test_plain_api_paths_are_passed_on_as_the_querier_answers_them(cluster: Cluster, frontend: int, path: str):
     status, body = raw_get(frontend, path)

@@ -56,7 +56,10 @@ def failures_of(schema_url: str) -> list[str]:
     failures = []
     for result in schema.get_all_operations():
         operation = result.ok()
-        for mode in GenerationMode:
+        # An operation without parameters or body (GET /api/v1/tenants) has no invalid request to make.
+        takes = any(True for _ in operation.iter_parameters()) or operation.get_request_payload_content_types()
+        modes = GenerationMode if takes else [GenerationMode.POSITIVE]
+        for mode in modes:
             @SETTINGS
             @given(case=operation.as_strategy(generation_mode=mode))
             def check(case):

@@ -33,6 +33,7 @@ from flamewatch.api.flamewatch.v1 import (
     ingest_pb2,
     ingest_pb2_grpc,
     query_pb2,
+    query_pb2_grpc,
     symbolizer_pb2,
     types_pb2,
 )
@@ -108,6 +109,9 @@ def _http_routes() -> list[tuple[str, str]]:
 HTTP_ROUTES = _http_routes()
 PUBLIC = {"/healthz", "/readyz"}
 ANY_CREDENTIAL = {"/", "/assets/index.js"}  # the UI's page: no tenant's data, and a 404 without a build
+# The tenants the caller may read: X-Scope-OrgID chooses among them, so it lists the caller's own whatever
+# the header says (test_the_tenant_list_is_the_callers_own), and refuses who may read none.
+OWN_TENANTS = {"/api/v1/tenants"}
 
 
 def _body(method: str, path: str) -> tuple[bytes, dict[str, str]]:
@@ -135,7 +139,7 @@ def _body(method: str, path: str) -> tuple[bytes, dict[str, str]]:
 
 def test_every_route_is_tried():
     paths = {path for _, path in HTTP_ROUTES}
-    assert {"/ingest", "/api/v1/query", "/metrics", "/debug/pprof/profile", "/-/reload",
+    assert {"/ingest", "/api/v1/query", "/api/v1/tenants", "/metrics", "/debug/pprof/profile", "/-/reload",
             "/push.v1.PusherService/Push", "/querier.v1.QuerierService/LabelNames", "/pyroscope/render",
             "/v1development/profiles"} <= paths
     assert len(HTTP_ROUTES) >= 20
@@ -151,12 +155,24 @@ def test_http_without_or_with_wrong_credentials_is_401(secured: Service, method,
         assert answer.headers["www-authenticate"].startswith("Basic realm=")
 
 
-@pytest.mark.parametrize(("method", "path"), [r for r in HTTP_ROUTES if r[1] not in PUBLIC | ANY_CREDENTIAL])
+@pytest.mark.parametrize(("method", "path"),
+                         [r for r in HTTP_ROUTES if r[1] not in PUBLIC | ANY_CREDENTIAL | OWN_TENANTS])
 def test_http_as_a_user_of_another_tenant_is_403(secured: Service, method, path):
     body, headers = _body(method, path)
     answer = httpx.request(method, secured.url + path, content=body, timeout=30,
                            headers={**headers, "authorization": BOB, "x-scope-orgid": TEAM_A})
     assert answer.status_code == 403, answer.text
+
+
+def test_the_tenant_list_is_the_callers_own(secured: Service):
+    def tenants(authorization: str, **headers) -> httpx.Response:
+        return httpx.get(f"{secured.url}/api/v1/tenants", headers={"authorization": authorization, **headers},
+                         timeout=30)
+
+    assert [t["name"] for t in tenants(BOB, **{"x-scope-orgid": TEAM_A}).json()["data"]] == [TEAM_B]
+    assert [t["name"] for t in tenants(ALICE).json()["data"]] == [TEAM_A]
+    ops = tenants(f"Bearer {ADMIN_TOKEN}")
+    assert ops.status_code == 403 and ops.json() == {"error": "ops may not read any tenant"}
 
 
 def test_nothing_refused_was_written_and_the_tenants_user_gets_through(secured: Service):
@@ -205,6 +221,7 @@ def _grpc_methods() -> list[tuple[str, type, bool]]:
 GRPC_METHODS = _grpc_methods()
 # Defined in our protos but served over Connect (HTTP) only, not over gRPC: UNIMPLEMENTED is their answer
 CONNECT_ONLY = "/querier.v1.QuerierService/"
+OWN_TENANTS_METHOD = "/flamewatch.v1.QueryService/Tenants"  # as OWN_TENANTS: the caller's own, whatever it asks
 
 
 def _call(address: str, path: str, request_type: type, streaming: bool, metadata: tuple) -> grpc.StatusCode:
@@ -237,7 +254,20 @@ def test_grpc_without_credentials_is_unauthenticated_and_another_tenant_is_denie
         assert _call(secured.grpc_address, path, request_type, streaming, metadata) == \
             grpc.StatusCode.UNAUTHENTICATED, metadata
     other = (("authorization", BOB), ("x-scope-orgid", TEAM_A))
-    assert _call(secured.grpc_address, path, request_type, streaming, other) == grpc.StatusCode.PERMISSION_DENIED
+    refused = grpc.StatusCode.OK if path == OWN_TENANTS_METHOD else grpc.StatusCode.PERMISSION_DENIED
+    assert _call(secured.grpc_address, path, request_type, streaming, other) == refused
+
+
+def test_the_grpc_tenant_list_is_the_callers_own(secured: Service):
+    with grpc.insecure_channel(secured.grpc_address) as channel:
+        stub = query_pb2_grpc.QueryServiceStub(channel)
+        bob = stub.Tenants(query_pb2.TenantsRequest(), metadata=(("authorization", BOB), ("x-scope-orgid", TEAM_A)),
+                           timeout=30)
+        with pytest.raises(grpc.RpcError) as ops:
+            stub.Tenants(query_pb2.TenantsRequest(), metadata=(("authorization", f"Bearer {ADMIN_TOKEN}"),),
+                         timeout=30)
+    assert [(t.name, t.is_default) for t in bob.tenants] == [(TEAM_B, True)]
+    assert (ops.value.code(), ops.value.details()) == (grpc.StatusCode.PERMISSION_DENIED, "ops may not read any tenant")
 
 
 def test_a_grpc_push_of_the_tenants_user_gets_through(secured: Service):

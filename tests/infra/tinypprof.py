@@ -9,15 +9,15 @@ from infra.stringtable import interner
 
 
 def tiny_pprof(time_nanos: int = 0, sample_types: int = 1, duration_nanos: int = 10**9, value: int = 10_000_000,
-               zipped: bool = True) -> bytes:
-    """A CPU-like pprof with one sample of `sample_types` values (types cpu, cpu1, cpu2, ...)."""
+               zipped: bool = True, function: str = "main.hot") -> bytes:
+    """A CPU-like pprof with one sample of `sample_types` values (types cpu, cpu1, cpu2, ...) in `function`."""
     profile = pb.Profile(time_nanos=time_nanos, duration_nanos=duration_nanos, period=10_000_000)
     string = interner(profile)
     profile.string_table.append("")
     for i in range(sample_types):
         profile.sample_type.add(type=string(f"cpu{i or ''}"), unit=string("nanoseconds"))
     profile.period_type.type, profile.period_type.unit = string("cpu"), string("nanoseconds")
-    profile.function.add(id=1, name=string("main.hot"))
+    profile.function.add(id=1, name=string(function))
     profile.location.add(id=1, line=[pb.Line(function_id=1)])
     profile.sample.add(location_id=[1], value=[value] * sample_types)
     data = profile.SerializeToString()

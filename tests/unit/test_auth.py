@@ -12,9 +12,9 @@ from fastapi import APIRouter
 from prometheus_client import REGISTRY
 
 from flamewatch.auth import caller as caller_module
-from flamewatch.auth.caller import ANYONE, Action, Authenticator
+from flamewatch.auth.caller import ANYONE, Action, Authenticator, Caller
 from flamewatch.auth.errors import PermissionDenied, Unauthenticated
-from flamewatch.auth.webconfig import WebConfig, parse_web_config
+from flamewatch.auth.webconfig import Access, WebConfig, parse_web_config
 from flamewatch.rpc.auth import AdminOnly, ReadTenant, WriteTenant
 from flamewatch.rpc.http import build_app
 
@@ -60,6 +60,21 @@ def test_the_tenant_comes_from_the_credential_and_the_header_chooses_among_its_t
         "ci", "anonymous", "any-tenant")
     with pytest.raises(PermissionDenied, match="ci may not read any tenant"):
         ci.tenant(Action.READ, None)
+
+
+@pytest.mark.parametrize(("access", "stored", "listed"), [
+    (Access(read=("team-b", "team-a")), ["team-c"], ["team-b", "team-a"]),  # as listed: the stored are not asked
+    (Access(read=("*",)), ["team-b", "team-a"], ["anonymous", "team-a", "team-b"]),
+    (Access(read=("team-z", "*")), ["team-a", "team-z"], ["team-z", "team-a"]),  # its default first, once
+    (Access.everything(), [], ["anonymous"]),  # no web configuration file: ANYONE
+])
+def test_the_readable_tenants_are_the_listed_ones_or_with_a_star_those_with_data(access, stored, listed):
+    assert Caller("u", access).readable_tenants(stored) == listed
+
+
+def test_a_caller_who_may_read_no_tenant_is_refused_a_list():
+    with pytest.raises(PermissionDenied, match="ci may not read any tenant"):
+        Caller("ci", Access(write=("*",), admin=True)).readable_tenants(["team-a"])
 
 
 @pytest.mark.parametrize(("authorization", "reason", "message"), [

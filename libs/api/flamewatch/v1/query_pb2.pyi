@@ -30,6 +30,26 @@ GRANULARITY_UNSPECIFIED: Granularity
 GRANULARITY_FUNCTIONS: Granularity
 GRANULARITY_LINES: Granularity
 
+class TenantsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class Tenant(_message.Message):
+    __slots__ = ("name", "series", "is_default")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SERIES_FIELD_NUMBER: _ClassVar[int]
+    IS_DEFAULT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    series: int
+    is_default: bool
+    def __init__(self, name: _Optional[str] = ..., series: _Optional[int] = ..., is_default: _Optional[bool] = ...) -> None: ...
+
+class TenantsResponse(_message.Message):
+    __slots__ = ("tenants",)
+    TENANTS_FIELD_NUMBER: _ClassVar[int]
+    tenants: _containers.RepeatedCompositeFieldContainer[Tenant]
+    def __init__(self, tenants: _Optional[_Iterable[_Union[Tenant, _Mapping]]] = ...) -> None: ...
+
 class ProfileTypesRequest(_message.Message):
     __slots__ = ("range",)
     RANGE_FIELD_NUMBER: _ClassVar[int]

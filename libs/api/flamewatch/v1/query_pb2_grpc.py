@@ -34,6 +34,11 @@ class QueryServiceStub:
         Args:
             channel: A grpc.Channel.
         """
+        self.Tenants = channel.unary_unary(
+                '/flamewatch.v1.QueryService/Tenants',
+                request_serializer=flamewatch_dot_v1_dot_query__pb2.TenantsRequest.SerializeToString,
+                response_deserializer=flamewatch_dot_v1_dot_query__pb2.TenantsResponse.FromString,
+                _registered_method=True)
         self.ProfileTypes = channel.unary_unary(
                 '/flamewatch.v1.QueryService/ProfileTypes',
                 request_serializer=flamewatch_dot_v1_dot_query__pb2.ProfileTypesRequest.SerializeToString,
@@ -73,6 +78,13 @@ class QueryServiceStub:
 
 class QueryServiceServicer:
     """Missing associated documentation comment in .proto file."""
+
+    def Tenants(self, request, context):
+        """The tenants the caller may read, its default first; "x-scope-orgid" chooses among them.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
 
     def ProfileTypes(self, request, context):
         """Missing associated documentation comment in .proto file."""
@@ -122,6 +134,11 @@ class QueryServiceServicer:
 
 def add_QueryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
+            'Tenants': grpc.unary_unary_rpc_method_handler(
+                    servicer.Tenants,
+                    request_deserializer=flamewatch_dot_v1_dot_query__pb2.TenantsRequest.FromString,
+                    response_serializer=flamewatch_dot_v1_dot_query__pb2.TenantsResponse.SerializeToString,
+            ),
             'ProfileTypes': grpc.unary_unary_rpc_method_handler(
                     servicer.ProfileTypes,
                     request_deserializer=flamewatch_dot_v1_dot_query__pb2.ProfileTypesRequest.FromString,
@@ -167,6 +184,33 @@ def add_QueryServiceServicer_to_server(servicer, server):
  # This class is part of an EXPERIMENTAL API.
 class QueryService:
     """Missing associated documentation comment in .proto file."""
+
+    @staticmethod
+    def Tenants(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flamewatch.v1.QueryService/Tenants',
+            flamewatch_dot_v1_dot_query__pb2.TenantsRequest.SerializeToString,
+            flamewatch_dot_v1_dot_query__pb2.TenantsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
 
     @staticmethod
     def ProfileTypes(request,

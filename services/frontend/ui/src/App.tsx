@@ -1,7 +1,8 @@
-// The page: state from the URL, the query bar, and the view it names (explore, compare, targets).
+// The page: state from the URL, the header with its tenant picker, the query bar, and the view it names
+// (explore, compare, targets).
 
 import { useCallback, useEffect, useMemo, useState } from "react";
-import { api, exactSelector } from "./api/client";
+import { api, exactSelector, setTenant } from "./api/client";
 import type { ProfileType } from "./api/types";
 import { ComparePage } from "./components/ComparePage";
 import { ExplorePage } from "./components/ExplorePage";
@@ -9,9 +10,10 @@ import { RangePicker } from "./components/RangePicker";
 import { SelectorInput } from "./components/SelectorInput";
 import { Empty, ErrorBox, Spinner } from "./components/Status";
 import { TargetsPage } from "./components/TargetsPage";
+import { TenantPicker } from "./components/TenantPicker";
 import { useApi } from "./components/useApi";
 import { parseTypeId, readableTypeName, sortTypes } from "./flamegraph/profileTypes";
-import { isMinorChange, parseState, stateToSearch, type UiState, type View } from "./state/url";
+import { isMinorChange, parseState, stateToSearch, switchTenant, type UiState, type View } from "./state/url";
 
 const REFRESH_CHOICES: [string, string][] = [["", "off"], ["10s", "10s"], ["30s", "30s"], ["1m", "1m"], ["5m", "5m"]];
 const REFRESH_MS: Record<string, number> = { "10s": 10e3, "30s": 30e3, "1m": 60e3, "5m": 300e3 };
@@ -70,23 +72,8 @@ export function App() {
   const [state, update] = useUrlState();
   const [theme, toggleTheme] = useTheme();
   const [tick, refresh] = useTick(state.view === "targets" ? "10s" : state.refresh);
-  const range = { from: state.from, until: state.until };
-  const types = useApi((s) => api.profileTypes({ from: "now-7d", until: "now" }, s), `types|${tick}`);
-  const sorted = useMemo(() => sortTypes(types.data ?? []), [types.data]);
-  const type: ProfileType | null = sorted.find((t) => t.id === state.type) ?? parseTypeId(state.type);
-  const typeMatch = type ? exactSelector({ __profile_type__: type.id }) : "";
-  const labelNames = useApi((s) => api.labelNames(typeMatch, range, s), `${typeMatch}|${range.from}|${range.until}`);
-
-  // A first visit picks CPU and a service for the user; the URL then says what was picked.
-  useEffect(() => {
-    if (state.type || sorted.length === 0) return;
-    const pick = sorted.find((t) => t.id === PREFERRED_TYPE) ?? sorted[0];
-    const patch: Partial<UiState> = { type: pick.id };
-    api.labelValues("service_name", exactSelector({ __profile_type__: pick.id }), range).then((services) => {
-      const service = services.find((s) => s !== SELF_SERVICE) ?? services[0];
-      if (!state.selector && service) patch.selector = exactSelector({ service_name: service });
-    }).catch(() => undefined).finally(() => update(patch, true));
-  }, [sorted, state.type]);
+  setTenant(state.tenant);  // before the workspace below loads anything: every call reads this tenant
+  const tenants = useApi((s) => api.tenants(s), `tenants|${tick}`);  // a tenant's first push shows on refresh
 
   return (
     <div className="app">
@@ -99,11 +86,50 @@ export function App() {
           ))}
         </nav>
         <span className="spacer" />
+        <TenantPicker tenants={tenants.data ?? []} value={state.tenant} onChange={(t) => update(switchTenant(state, t))} />
         <button type="button" onClick={toggleTheme} aria-label="toggle dark mode" title="light / dark">
           {theme === "dark" ? "☀ Light" : "☾ Dark"}
         </button>
       </header>
+      {/* Keyed by tenant: another tenant loads its profile types, labels and view afresh. */}
+      <Workspace key={state.tenant} state={state} update={update} theme={theme} tick={tick} refresh={refresh} />
+    </div>
+  );
+}
 
+interface WorkspaceProps {
+  state: UiState;
+  update: (patch: Partial<UiState>, replace?: boolean) => void;
+  theme: "light" | "dark";
+  tick: number;
+  refresh: () => void;
+}
+
+function Workspace({ state, update, theme, tick, refresh }: WorkspaceProps) {
+  const range = { from: state.from, until: state.until };
+  const types = useApi((s) => api.profileTypes({ from: "now-7d", until: "now" }, s), `types|${tick}`);
+  const sorted = useMemo(() => sortTypes(types.data ?? []), [types.data]);
+  const type: ProfileType | null = sorted.find((t) => t.id === state.type) ?? parseTypeId(state.type);
+  const typeMatch = type ? exactSelector({ __profile_type__: type.id }) : "";
+  const labelNames = useApi((s) => api.labelNames(typeMatch, range, s), `${typeMatch}|${range.from}|${range.until}`);
+
+  // A first visit picks CPU and a service for the user; the URL then says what was picked.
+  useEffect(() => {
+    if (state.type || sorted.length === 0) return;
+    const pick = sorted.find((t) => t.id === PREFERRED_TYPE) ?? sorted[0];
+    const patch: Partial<UiState> = { type: pick.id };
+    let live = true;  // a tenant switched meanwhile must not get this one's pick
+    api.labelValues("service_name", exactSelector({ __profile_type__: pick.id }), range).then((services) => {
+      const service = services.find((s) => s !== SELF_SERVICE) ?? services[0];
+      if (!state.selector && service) patch.selector = exactSelector({ service_name: service });
+    }).catch(() => undefined).finally(() => live && update(patch, true));
+    return () => {
+      live = false;
+    };
+  }, [sorted, state.type]);
+
+  return (
+    <>
       {state.view !== "targets" && (
         <div className="querybar">
           <label className="type-picker">
@@ -134,7 +160,10 @@ export function App() {
 
       <main>
         {state.view === "targets" && <TargetsPage tick={tick} />}
-        {state.view !== "targets" && types.error && <ErrorBox title="The profile types could not be loaded" message={types.error} />}
+        {state.view !== "targets" && types.error && (
+          <ErrorBox title={state.tenant ? `Tenant “${state.tenant}” could not be read` : "The profile types could not be loaded"}
+            message={types.error} />
+        )}
         {state.view !== "targets" && !type && types.loading && <Spinner label="Loading profile types…" />}
         {state.view !== "targets" && !type && types.data?.length === 0 && (
           <Empty>No profiles stored in the last 7 days yet. Scrapes land within a scrape interval: check <a href="?view=targets">Targets</a>.</Empty>
@@ -145,6 +174,6 @@ export function App() {
         )}
         {state.view === "compare" && type && <ComparePage state={state} type={type} tick={tick} theme={theme} update={update} />}
       </main>
-    </div>
+    </>
   );
 }

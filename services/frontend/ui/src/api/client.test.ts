@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { applyCompletion, completionAt } from "../state/selector";
-import { escapeLabelValue, exactSelector, quoteLabelValue } from "./client";
+import { escapeLabelValue, exactSelector, quoteLabelValue, requestHeaders, setTenant } from "./client";
 
 // Each value and what the selector parser's own `quote` (libs/labels/selector.py) writes for it.
 const QUOTED: [string, string][] = [
@@ -38,5 +38,18 @@ describe("label values in selectors", () => {
     const done = applyCompletion(text, 6, c!, 'api-"1"\\');
     expect(done.text).toBe(String.raw`{pod="api-\"1\"\\"}`);
     expect(done.cursor).toBe(done.text.indexOf("}"));  // after the closing quote
+  });
+});
+
+describe("the tenant of every call", () => {
+  it("is sent as X-Scope-OrgID once picked, and not at all for the credential's default", () => {
+    expect(requestHeaders("application/json")).toEqual({ accept: "application/json" });
+    setTenant("team-a");
+    expect(requestHeaders("application/octet-stream")).toEqual({
+      accept: "application/octet-stream",
+      "x-scope-orgid": "team-a",
+    });
+    setTenant("");
+    expect(requestHeaders("application/json")).toEqual({ accept: "application/json" });
   });
 });

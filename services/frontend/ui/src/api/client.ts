@@ -1,6 +1,7 @@
-// The one module that talks to the REST API under /api/v1: components never build URLs by hand.
+// The one module that talks to the REST API under /api/v1: components never build URLs by hand, nor
+// headers: every call names the tenant picked in the header (X-Scope-OrgID), set once by the App.
 
-import type { DiffData, FlamegraphAnswer, ProfileType, RangeAnswer, Target } from "./types";
+import type { DiffData, FlamegraphAnswer, ProfileType, RangeAnswer, Target, Tenant } from "./types";
 
 /** An answer other than 2xx, carrying the server's own message. */
 export class ApiError extends Error {
@@ -76,16 +77,44 @@ export function apiUrl(path: string, params: Params = {}): string {
   return `/api/v1/${path}${qs ? `?${qs}` : ""}`;
 }
 
-async function getJson<T>(path: string, params: Params, signal?: AbortSignal): Promise<T> {
+let tenant = "";
+
+/** The tenant every call from now on reads; "" for the credential's default (no header). */
+export function setTenant(name: string): void {
+  tenant = name;
+}
+
+/** The headers of a call: what it accepts and, once one is picked, the tenant it reads. */
+export function requestHeaders(accept: string): Record<string, string> {
+  return tenant ? { accept, "x-scope-orgid": tenant } : { accept };
+}
+
+async function get(path: string, params: Params, accept: string, signal?: AbortSignal): Promise<Response> {
   let response: Response;
   try {
-    response = await fetch(apiUrl(path, params), { signal, headers: { accept: "application/json" } });
+    response = await fetch(apiUrl(path, params), { signal, headers: requestHeaders(accept) });
   } catch (err) {
     if ((err as Error).name === "AbortError") throw err;
     throw new ApiError(`cannot reach the Flamewatch API: ${(err as Error).message}`, 0);
   }
   if (!response.ok) throw new ApiError(await errorMessage(response), response.status);
-  return (await response.json()) as T;
+  return response;
+}
+
+async function getJson<T>(path: string, params: Params, signal?: AbortSignal): Promise<T> {
+  return (await (await get(path, params, "application/json", signal)).json()) as T;
+}
+
+/** Saves a blob as a file, as a download link would (a link cannot send the tenant header). */
+function saveFile(blob: Blob, fileName: string): void {
+  const url = URL.createObjectURL(blob);
+  const link = document.createElement("a");
+  link.href = url;
+  link.download = fileName;
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
 }
 
 async function errorMessage(response: Response): Promise<string> {
@@ -101,6 +130,8 @@ async function errorMessage(response: Response): Promise<string> {
 }
 
 export const api = {
+  tenants: (signal?: AbortSignal) => getJson<{ data: Tenant[] }>("tenants", {}, signal).then((a) => a.data),
+
   profileTypes: (range: TimeRange, signal?: AbortSignal) =>
     getJson<{ data: ProfileType[] }>("profile_types", { from: range.from, until: range.until }, signal).then(
       (a) => a.data,
@@ -151,7 +182,13 @@ export const api = {
   targets: (signal?: AbortSignal) =>
     getJson<{ data: { activeTargets: Target[] } }>("targets", {}, signal).then((a) => a.data.activeTargets),
 
-  /** The merge as gzipped pprof, for a download link (opens in `go tool pprof`). */
-  pprofUrl: (query: string, range: TimeRange, time?: number) =>
-    apiUrl("query", { query, from: range.from, until: range.until, time, format: "pprof" }),
+  /** The merge as gzipped pprof: its URL for a link, and the download itself (opens in `go tool pprof`). */
+  pprofUrl: (query: string, range: TimeRange, time?: number) => apiUrl("query", pprofParams(query, range, time)),
+
+  downloadPprof: async (query: string, range: TimeRange, time: number | undefined, fileName: string) =>
+    saveFile(await (await get("query", pprofParams(query, range, time), "application/octet-stream")).blob(), fileName),
 };
+
+function pprofParams(query: string, range: TimeRange, time?: number): Params {
+  return { query, from: range.from, until: range.until, time, format: "pprof" };
+}

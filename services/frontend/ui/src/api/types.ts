@@ -1,5 +1,12 @@
 // The shapes of the /api/v1 answers the UI reads (see services/querier/README.md).
 
+/** A tenant the credential may read (GET /api/v1/tenants); the default is the one a call naming none reads. */
+export interface Tenant {
+  name: string;
+  series: number;
+  default: boolean;
+}
+
 export interface ProfileType {
   id: string;
   name: string;

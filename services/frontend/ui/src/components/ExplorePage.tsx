@@ -1,7 +1,7 @@
 // One selection: the timeline of its totals and the flamegraph of the range (or the dragged part of
 // it, or the one profile clicked).
 
-import { useCallback, useMemo } from "react";
+import { useCallback, useMemo, useState } from "react";
 import { api, queryText, type TimeRange } from "../api/client";
 import type { ProfileType } from "../api/types";
 import { formatValue } from "../flamegraph/profileTypes";
@@ -35,6 +35,13 @@ export function ExplorePage({ state, type, labelNames, tick, theme, update }: Pr
     `${query}|${merged.from}|${merged.until}|${state.time}|${state.maxNodes}|${tick}`);
   const onSearch = useCallback((search: string) => update({ search }), [update]);
   const onFocus = useCallback((focus: string) => update({ focus }), [update]);
+  const [downloadError, setDownloadError] = useState<string | null>(null);
+  // Fetched rather than followed, so the download reads the picked tenant too (a link sends no header).
+  const download = (e: React.MouseEvent) => {
+    e.preventDefault();
+    setDownloadError(null);
+    api.downloadPprof(query, merged, time, `${type.name}.pb.gz`).catch((err: Error) => setDownloadError(err.message));
+  };
 
   const hasPoints = totals.data?.series.some((s) => s.points.length > 0) ?? false;
   const what = time !== undefined
@@ -88,10 +95,11 @@ export function ExplorePage({ state, type, labelNames, tick, theme, update }: Pr
           <span className="spacer" />
           <MaxNodesControl value={state.maxNodes} onChange={(maxNodes) => update({ maxNodes })}
             shown={flame.data ? flame.data.flamegraph.levels.reduce((n, l) => n + l.length / 4, 0) : 0} />
-          <a className="button" href={api.pprofUrl(query, merged, time)} download={`${type.name}.pb.gz`}
+          <a className="button" href={api.pprofUrl(query, merged, time)} download={`${type.name}.pb.gz`} onClick={download}
             title="the merge shown, as gzipped pprof (go tool pprof reads it)">Download pprof</a>
           <button type="button" onClick={() => update({ view: "compare", ...compareSides(state, now) })}>Compare…</button>
         </div>
+        {downloadError && <ErrorBox title="The pprof could not be downloaded" message={downloadError} />}
         {flame.error && <ErrorBox title="The flamegraph could not be loaded" message={flame.error} />}
         {!flame.error && flame.loading && <Spinner label="Merging profiles…" />}
         {flame.data && flame.data.profiles === 0 && (

@@ -2,7 +2,16 @@ import { describe, expect, it } from "vitest";
 import { compareSides } from "./compare";
 import { applyCompletion, completionAt } from "./selector";
 import { resolveTime } from "./time";
-import { decodeFocus, DEFAULT_STATE, encodeFocus, isMinorChange, parseState, stateToSearch, type UiState } from "./url";
+import {
+  decodeFocus,
+  DEFAULT_STATE,
+  encodeFocus,
+  isMinorChange,
+  parseState,
+  stateToSearch,
+  switchTenant,
+  type UiState,
+} from "./url";
 
 describe("URL state", () => {
   it("leaves defaults out, so a fresh page has a bare URL", () => {
@@ -14,6 +23,7 @@ describe("URL state", () => {
     const state: UiState = {
       ...DEFAULT_STATE,
       view: "compare",
+      tenant: "team-a",
       type: "process_cpu:cpu:nanoseconds:cpu:nanoseconds",
       selector: '{service_name="demo", version=~"1\\\\.4.*"}',
       from: "1700000000000",
@@ -30,6 +40,15 @@ describe("URL state", () => {
       right: { selector: '{version="1.5"}', from: "now-1h", until: "now" },
     };
     expect(parseState(stateToSearch(state))).toEqual(state);
+  });
+
+  it("keeps the tenant in the link, and switching tenants clears what was picked in the last one", () => {
+    const before = parseState('?tenant=team-a&type=memory&query={service_name="api"}&focus=main.main&from=now-6h&l_query={a="1"}');
+    expect(stateToSearch({ ...DEFAULT_STATE, tenant: "team-b" })).toBe("?tenant=team-b");
+    const after = { ...before, ...switchTenant(before, "team-b") };
+    expect(stateToSearch(after)).toBe("?tenant=team-b&from=now-6h");
+    expect(after.left).toEqual({ ...before.left, selector: "" });
+    expect(isMinorChange(before, after)).toBe(false);  // the back button returns to the last tenant
   });
 
   it("ignores unknown views and bad numbers", () => {

@@ -11,6 +11,8 @@ export interface Side {
 
 export interface UiState {
   view: View;
+  /** The tenant read (X-Scope-OrgID), picked in the header; "" for the credential's default. */
+  tenant: string;
   /** Profile type id; empty until the API lists types (then the first, CPU when present). */
   type: string;
   selector: string;
@@ -35,6 +37,7 @@ export const DEFAULT_MAX_NODES = 8192;
 
 export const DEFAULT_STATE: UiState = {
   view: "single",
+  tenant: "",
   type: "",
   selector: "",
   from: "now-1h",
@@ -55,6 +58,7 @@ const VIEWS: View[] = ["single", "compare", "targets"];
 
 // Plain fields and their query parameter names; the sides of a comparison are l_* and r_*.
 const FIELDS = [
+  ["tenant", "tenant"],
   ["type", "type"],
   ["selector", "query"],
   ["from", "from"],
@@ -112,6 +116,15 @@ export function stateToSearch(state: UiState): string {
 export function isMinorChange(before: UiState, after: UiState): boolean {
   const strip = (s: UiState) => stateToSearch({ ...s, search: "", refresh: "" });
   return strip(before) === strip(after);
+}
+
+/**
+ * Another tenant holds other profile types, services and functions: what was picked in the last one
+ * goes, and the page picks a type and service of the new one as on a first visit. Ranges stay.
+ */
+export function switchTenant(state: UiState, tenant: string): Partial<UiState> {
+  const cleared = { type: "", selector: "", groupBy: "", selFrom: "", selUntil: "", time: "", search: "", focus: "" };
+  return { tenant, ...cleared, left: { ...state.left, selector: "" }, right: { ...state.right, selector: "" } };
 }
 
 // A focus path is written as collapsed stacks are (names joined by ";"), so it reads plainly in a link;

@@ -9,7 +9,6 @@ import time
 
 import pytest
 from e2e.pushes import rewritten
-from integration.test_query_answers import store  # noqa: F401 - a fixture
 
 from flamewatch.events.api import Recorder
 from flamewatch.events.model import Event, InvalidEvent
@@ -21,13 +20,18 @@ from flamewatch.querier.config import QuerierConfig
 from flamewatch.querier.engine import Querier
 from flamewatch.querier.incidents import CPU, HEAP_INUSE, Incidents, annotation_json, incident_json
 from flamewatch.querier.paths import PathIndex
-from flamewatch.storage.objstore import ObjectStore
+from flamewatch.storage.objstore import FilesystemConfig, ObjectStore, open_object_store
 
 pytestmark = [pytest.mark.postgres, pytest.mark.go]
 
 TENANT = "team-a"
 POD = {"namespace": "shop", "pod": "api-7d9f", "container": "api", "service_name": "shop/api"}
 S = 10**9
+
+
+@pytest.fixture
+def store(tmp_path) -> ObjectStore:
+    return open_object_store(FilesystemConfig(str(tmp_path / "objects")))
 
 
 def push(db, store: ObjectStore, labels: dict[str, str], data: bytes, time_ns: int) -> None:

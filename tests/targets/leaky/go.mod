@@ -1,0 +1,3 @@
+module flamewatch/tests/targets/leaky
+
+go 1.22

@@ -19,7 +19,7 @@ from flamewatch.collector.config import FileConfig
 from flamewatch.collector.discovery.manager import DiscoveryManager
 from flamewatch.collector.manager import ScrapeManager, TargetStatus
 from flamewatch.collector.sender import Sender
-from flamewatch.rpc.auth import AdminOnly, Authenticated, grpc_caller
+from flamewatch.rpc.auth import Authenticated, grpc_caller
 from flamewatch.rpc.grpc_server import handled
 from flamewatch.rpc.labelpairs import label_pairs
 from flamewatch.timerange import format_ns
@@ -88,11 +88,6 @@ def http_router(collector: Collector) -> APIRouter:
         active = sorted((_status_json(s) for s in collector.scrapes.status()),
                         key=lambda t: (t["scrapePool"], t["scrapeUrl"]))
         return {"status": "success", "data": {"activeTargets": active}}
-
-    @router.post("/-/reload", summary="Load the configuration file again", dependencies=[AdminOnly])
-    async def reload() -> dict:  # async: applying starts tasks on the event loop
-        collector.reload()
-        return {"status": "success"}
 
     return router
 

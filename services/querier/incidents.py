@@ -31,7 +31,7 @@ from fastapi import APIRouter, Query
 
 from flamewatch.api.flamewatch.v1 import events_pb2, events_pb2_grpc, types_pb2
 from flamewatch.auth.caller import Action
-from flamewatch.events.model import KINDS, Event
+from flamewatch.events.model import KINDS, REGRESSION, Event
 from flamewatch.events.store import DEFAULT_LIMIT, Recorded, list_events
 from flamewatch.labels.selector import Matcher, format_matchers, parse_selector
 from flamewatch.querier.api import time_range
@@ -92,10 +92,10 @@ class Evidence:
     cpu_before: ProfileLink | None = None
     notes: tuple[str, ...] = ()
     ui_path: str = ""
+    change: DiffLink | None = None  # a regression: what the rule compared
 
     def json(self) -> dict:
-        links = {name: getattr(self, name) for name in ("last_heap", "first_heap", "inuse_growth", "alloc_growth",
-                                                        "cpu_before")}
+        links = {name: getattr(self, name) for name in LINKS}
         return {**{name: link.json() if link else None for name, link in links.items()},
                 "last_heap_age_ns": self.last_heap_age_ns if self.last_heap else None,
                 "notes": list(self.notes), "ui_path": self.ui_path}
@@ -105,6 +105,9 @@ class Evidence:
 class Incident:
     recorded: Recorded
     evidence: Evidence = field(default_factory=Evidence)
+
+
+LINKS = ("last_heap", "first_heap", "inuse_growth", "alloc_growth", "cpu_before", "change")
 
 
 def identity(labels: dict[str, str]) -> tuple[Matcher, ...]:
@@ -133,6 +136,8 @@ class Incidents:
 
     def evidence(self, tenant: str, recorded: Recorded) -> Evidence:
         event = recorded.event
+        if event.kind == REGRESSION:
+            return _regression_evidence(recorded)
         matchers = identity(event.labels)
         selector = format_matchers(matchers)
         end, notes = event.time_ns, []
@@ -176,6 +181,17 @@ class Incidents:
         return index.profile_totals(self._db, [s.id for s in series], start, end).time
 
 
+def _regression_evidence(recorded: Recorded) -> Evidence:
+    """The comparison the rule made, and its largest changes as notes."""
+    details = recorded.event.details
+    a, b = details.get("a"), details.get("b")
+    change = DiffLink(*(ProfileLink(side["query"], side["from"], side["until"]) for side in (a, b))) if a and b \
+        else None
+    notes = tuple(f"{f['name']}: {f['a']:.2%} -> {f['b']:.2%} of the total ({f['change']:+.2%})"
+                  for f in details.get("functions", [])[:10])
+    return Evidence(notes=notes, ui_path=f"/?view=incidents&incident={recorded.id}", change=change)
+
+
 def _single(profile_type: str, selector: str, time_ns: int) -> ProfileLink:
     return ProfileLink(profile_type + selector, time_ns, time_ns, time_ns)
 
@@ -190,7 +206,7 @@ def incident_json(incident: Incident) -> dict:
 def annotation_json(incident: Incident) -> dict:
     """One incident as Grafana's JSON annotations read it (times in ms)."""
     e = incident.recorded.event
-    what = {"oom_kill": "OOM kill", "restart": "restart"}.get(e.kind, e.kind)
+    what = {"oom_kill": "OOM kill", "restart": "restart", "regression": "regression"}.get(e.kind, e.kind)
     who = e.labels.get("service_name") or "/".join(e.labels.get(n, "") for n in KUBERNETES_IDENTITY).strip("/")
     text = [f"exit code {e.exit_code}"] + ([e.message] if e.message else []) + list(incident.evidence.notes)
     age = incident.evidence.last_heap_age_ns
@@ -228,7 +244,7 @@ def _event_proto(e: Event) -> events_pb2.Event:
 
 def _evidence_proto(ev: Evidence) -> events_pb2.Evidence:
     out = events_pb2.Evidence(last_heap_age_ns=ev.last_heap_age_ns, notes=list(ev.notes), ui_path=ev.ui_path)
-    for name in ("last_heap", "first_heap", "inuse_growth", "alloc_growth", "cpu_before"):
+    for name in LINKS:
         link = getattr(ev, name)
         if link is not None:
             getattr(out, name).CopyFrom(link.proto())

@@ -26,11 +26,12 @@ from flamewatch.collector.config import KubernetesSDConfig
 from flamewatch.collector.discovery.kubernetes import RESYNC_S, informers
 from flamewatch.collector.discovery.kubernetes_labels import object_key
 from flamewatch.collector.discovery.kubernetes_watch import Change, Replace, poster
-from flamewatch.events.model import Event
+from flamewatch.events.model import DEFAULT_LIMITS, Event
 
 Record = Callable[[list[Event]], None]
 ServiceNames = Callable[[Any], dict[str, str]]  # pod -> container -> the service_name its targets carry
 Key = tuple[str, str]  # (namespace, name)
+TOO_OLD_NS = DEFAULT_LIMITS.reject_older_than_ns - 3600 * 10**9  # an hour inside: clocks disagree
 
 
 class PodWatch:
@@ -77,8 +78,11 @@ class PodWatch:
         self._limits[key] = kills.memory_limits(pod)
         names = self._names[uid]
         names.update(self._service_names(pod))
-        found = kills.events(pod, names.get, time.time_ns())
-        new = [e for e in found if e.key not in self._sent[uid]]
+        now = time.time_ns()
+        found = kills.events(pod, names.get, now)
+        # An end older than the events store accepts (a long-lived pod's kill of weeks ago) would only be
+        # refused at every collector start.
+        new = [e for e in found if e.key not in self._sent[uid] and now - e.time_ns <= TOO_OLD_NS]
         if new:
             self._sent[uid].update(e.key for e in new)
             self._record(new)

@@ -3,7 +3,7 @@ bookkeeping: one end is one key, whichever view of it is seen and however often 
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from kubernetes import client as k8s
@@ -13,8 +13,8 @@ from flamewatch.collector.kills import events, memory_bytes, memory_limits
 from flamewatch.collector.podwatch import PodWatch
 from flamewatch.events.model import Event
 
-STARTED = datetime(2026, 11, 26, 5, 0, 0, tzinfo=UTC)
-FINISHED = datetime(2026, 11, 26, 5, 3, 20, 500000, tzinfo=UTC)
+FINISHED = datetime.now(UTC).replace(microsecond=500000) - timedelta(minutes=5)  # recent: the watch sends it
+STARTED = FINISHED.replace(microsecond=0) - timedelta(minutes=3)
 NOW = 1_800_000_000 * 10**9
 
 
@@ -114,6 +114,15 @@ def test_the_pod_watch_hands_each_end_on_once_across_updates_and_relists():
     assert w.memory_limit("shop", "api-7f9", "api") == 256 << 20
     w.apply(Change(_Informer(), False, pod(status(RUNNING, terminated("OOMKilled", 137), restarts=2))))  # type: ignore[arg-type]
     assert [e.key for e in recorded] == ["kubernetes/uid-1/api/0", "kubernetes/uid-1/api/1"]
+
+
+def test_an_end_older_than_the_store_accepts_is_not_sent():
+    w, recorded = watch()
+    old = pod(status(RUNNING, terminated("OOMKilled", 137), restarts=1))
+    old.status.container_statuses[0].last_state.terminated.finished_at = datetime(2020, 1, 1, tzinfo=UTC)
+    old.status.container_statuses[0].last_state.terminated.started_at = datetime(2019, 12, 1, tzinfo=UTC)
+    w.apply(Replace(_Informer(), [old]))  # type: ignore[arg-type]
+    assert recorded == []
 
 
 def test_a_new_pod_of_the_same_name_is_new_and_a_gone_pod_is_forgotten():

@@ -106,7 +106,7 @@ class ScrapeLoop:
             if stored is not None:
                 self.deliver({**self.target.labels, NAME_LABEL: self.target.profile_name}, stored)
             if self._pace is not None:
-                self._pace_after(profile or decode(raw))
+                self._pace_after(profile if profile is not None else decode(raw))
             self._record(wall, started, "")
         except (httpx.HTTPError, PprofError, ScrapeError) as exc:
             self._record(wall, started, _describe(exc))

@@ -18,11 +18,13 @@ from pathlib import Path
 
 import httpx
 import pytest
+from e2e.allinone import start_all, stop
 from e2e.calls import rest, tenant_header
 from e2e.cluster import Cluster
 from e2e.test_kubernetes_discovery import TENANT, Collector, _running, wait_for
 from infra import gotargets
 from infra.kubeapi import KubeAPIServer
+from infra.ports import free_port
 from kubernetes import client as k8s
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.s3, pytest.mark.go]
@@ -187,3 +189,36 @@ scrape_configs:
             assert held >= 60, collector.log.read_text()[-2000:]  # it switched back after the leak, not before
         finally:
             assert collector.stop() == 0, collector.log.read_text()[-4000:]
+
+
+@pytest.mark.kubernetes
+def test_flamewatch_all_records_the_kill_of_a_pod_it_lists(kube_api: KubeAPIServer, embedded_workdir: Path) -> None:
+    """The same watch in `flamewatch all`, recording through its own gRPC port: a kill of a minute ago,
+    found in the first list, is an incident (without a heap: nothing scraped this container before)."""
+    namespace = kube_api.namespace(f"oom-all-{uuid.uuid4().hex[:8]}")
+    core = k8s.CoreV1Api(kube_api.api_client())
+    core.create_namespaced_pod(namespace, _pod(free_port()))
+    _running(core, namespace, "leaky-0")
+    killed_ns = (time.time_ns() // S - 60) * S
+    _oom_killed(core, namespace, killed_ns - 600 * S, killed_ns)
+    config = embedded_workdir / "flamewatch.yaml"
+    config.write_text(CONFIG.format(interval=INTERVAL, kubeconfig=kube_api.kubeconfig, namespace=namespace, m=M))
+    http_port = free_port()
+    process = start_all(embedded_workdir, config, http_port, free_port())
+    log = embedded_workdir / "all.log"
+
+    def incidents() -> list[dict]:
+        try:
+            answer = httpx.get(f"http://127.0.0.1:{http_port}/api/v1/incidents", timeout=5,
+                               params={"from": "now-1h", "query": f'{{namespace="{namespace}"}}'})
+        except httpx.HTTPError:
+            return []
+        return answer.json()["incidents"] if answer.status_code == 200 else []
+
+    try:
+        [incident] = wait_for(incidents, 90, "the incident in flamewatch all", log)
+    finally:
+        assert stop(process) == 0, log.read_text()[-4000:]
+    assert (incident["kind"], incident["time"], incident["restart_count"]) == ("oom_kill", killed_ns, 1)
+    assert incident["labels"]["service_name"] == f"{namespace}/leaky"
+    assert incident["evidence"]["last_heap"] is None

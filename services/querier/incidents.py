@@ -31,13 +31,13 @@ from fastapi import APIRouter, Query
 
 from flamewatch.api.flamewatch.v1 import events_pb2, events_pb2_grpc, types_pb2
 from flamewatch.auth.caller import Action
-from flamewatch.events.model import KINDS, REGRESSION, Event
+from flamewatch.events.convert import event_proto
+from flamewatch.events.model import KINDS, REGRESSION
 from flamewatch.events.store import DEFAULT_LIMIT, Recorded, list_events
 from flamewatch.labels.selector import Matcher, format_matchers, parse_selector
 from flamewatch.querier.api import time_range
 from flamewatch.rpc.auth import ReadTenant, grpc_tenant
 from flamewatch.rpc.grpc_server import handled
-from flamewatch.rpc.labelpairs import label_pairs
 from flamewatch.rpc.openapi import ERROR_RESPONSES
 from flamewatch.storage import index
 from flamewatch.storage.postgres import Database
@@ -236,12 +236,6 @@ def router(incidents: Incidents) -> APIRouter:
     return r
 
 
-def _event_proto(e: Event) -> events_pb2.Event:
-    return events_pb2.Event(kind=e.kind, time_ns=e.time_ns, labels=label_pairs(e.labels, types_pb2.LabelPair),
-                            exit_code=e.exit_code, memory_limit_bytes=e.memory_limit_bytes,
-                            restart_count=e.restart_count, started_ns=e.started_ns, message=e.message, key=e.key)
-
-
 def _evidence_proto(ev: Evidence) -> events_pb2.Evidence:
     out = events_pb2.Evidence(last_heap_age_ns=ev.last_heap_age_ns, notes=list(ev.notes), ui_path=ev.ui_path)
     for name in LINKS:
@@ -262,7 +256,7 @@ class IncidentServicer(events_pb2_grpc.IncidentServiceServicer):
         found = await asyncio.to_thread(self._incidents.list, tenant, lo, hi, request.selector,
                                         tuple(request.kinds), request.limit)
         return events_pb2.ListIncidentsResponse(incidents=[
-            events_pb2.Incident(id=i.recorded.id, event=_event_proto(i.recorded.event),
+            events_pb2.Incident(id=i.recorded.id, event=event_proto(i.recorded.event),
                                 evidence=_evidence_proto(i.evidence), recorded_ns=i.recorded.recorded_ns)
             for i in found])
 

@@ -16,7 +16,8 @@ For an event at time T of a program with labels L:
 What cannot be linked is said in `notes`. Nothing is copied: the links are queries over the stored
 profiles, so they open whatever retention still keeps.
 
-`GET /api/v1/incidents` lists them (newest first); `format=annotations` answers in the shape of Grafana's
+`GET /api/v1/incidents` lists them (newest first), `GET /api/v1/incidents/{id}` answers one (the UI's
+permalink names only the id); `format=annotations` answers in the shape of Grafana's
 JSON annotations (`time`, `timeEnd`, `title`, `text`, `tags`). gRPC: `IncidentService.List`.
 """
 
@@ -32,10 +33,11 @@ from fastapi import APIRouter, Query
 from flamewatch.api.flamewatch.v1 import events_pb2, events_pb2_grpc, types_pb2
 from flamewatch.auth.caller import Action
 from flamewatch.events.model import KINDS, Event
-from flamewatch.events.store import DEFAULT_LIMIT, Recorded, list_events
+from flamewatch.events.store import DEFAULT_LIMIT, Recorded, get_event, list_events
 from flamewatch.labels.selector import Matcher, format_matchers, parse_selector
 from flamewatch.querier.api import time_range
 from flamewatch.rpc.auth import ReadTenant, grpc_tenant
+from flamewatch.rpc.errors import NotFoundError
 from flamewatch.rpc.grpc_server import handled
 from flamewatch.rpc.labelpairs import label_pairs
 from flamewatch.rpc.openapi import ERROR_RESPONSES
@@ -131,6 +133,14 @@ class Incidents:
         found = list_events(self._db, tenant, start, end, matchers, kinds, limit or DEFAULT_LIMIT)
         return [Incident(r, self.evidence(tenant, r)) for r in found]
 
+    def get(self, tenant: str, id_: int) -> Incident:
+        """One incident by its id, as its permalink (`ui_path`) names it; NotFoundError when the tenant has
+        none of that id."""
+        found = get_event(self._db, tenant, id_)
+        if found is None:
+            raise NotFoundError(f"no incident {id_} in tenant {tenant!r}")
+        return Incident(found, self.evidence(tenant, found))
+
     def evidence(self, tenant: str, recorded: Recorded) -> Evidence:
         event = recorded.event
         matchers = identity(event.labels)
@@ -216,6 +226,10 @@ def router(incidents: Incidents) -> APIRouter:
         if format == "annotations":
             return [annotation_json(i) for i in found]
         return {"incidents": [incident_json(i) for i in found]}
+
+    @r.get("/incidents/{incident_id}", summary="One incident, by the id its permalink carries")
+    def get_incident(tenant: ReadTenant, incident_id: int) -> dict:
+        return incident_json(incidents.get(tenant, incident_id))
 
     return r
 

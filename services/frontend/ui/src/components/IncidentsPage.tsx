@@ -53,7 +53,10 @@ export function IncidentsPage({ state, update, theme, tick }: Props) {
           : <NoIncidents />)}
         {rows.length > 0 && (
           <EventTable label="incidents" columns={COLUMNS} rows={rows} selected={state.incident}
-            onOpen={(incident) => update({ incident })} />
+            onOpen={(incident) => {
+              update({ incident });
+              window.scrollTo({ top: 0 });  // the detail opens above the list
+            }} />
         )}
       </section>
     </>

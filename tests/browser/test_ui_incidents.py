@@ -134,8 +134,10 @@ def test_the_page_lists_the_kill_and_one_click_opens_its_heap_and_growth(killed:
 
 
 def test_the_permalink_opens_the_same_detail(killed: Killed, page):
+    page.emulate_media(color_scheme="dark")  # and reads in the dark theme (screenshot)
     page.goto(f"{killed.url}/?view=incidents&incident={killed.incident}")
     expect_the_kill_detail(page, killed.incident)
+    page.screenshot(path=str(SCREENSHOTS / "incident_detail_dark.png"))
     assert set(url_params(page)) == {"view", "incident"}  # no service or type picked for the user here
     page.get_by_test_id("growth").get_by_role("link", name="Open in the main view").click()
     params = url_params(page)
@@ -149,6 +151,10 @@ def test_an_unknown_incident_says_so(killed: Killed, page):
     page.goto(f"{killed.url}/?view=incidents&incident=999999")
     expect(page.get_by_role("alert")).to_contain_text("Incident 999999 could not be opened")
     expect(page.get_by_role("alert")).to_contain_text("no incident 999999")
+    page.goto(f"{killed.url}/?view=incidents&incident=oom")
+    expect(page.get_by_role("alert")).to_contain_text("“oom” is not an incident id")
+    page.get_by_role("button", name="Back to the list").click()
+    expect(page.get_by_role("table", name="incidents").locator("tbody tr")).to_have_count(1)
 
 
 def test_the_kill_is_marked_on_the_single_views_timeline(killed: Killed, page):

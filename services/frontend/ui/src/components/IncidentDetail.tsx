@@ -25,12 +25,14 @@ interface Props {
 }
 
 export function IncidentDetail({ id, state, update, theme, tick }: Props) {
-  const found = useApi((s) => api.incident(id, s), `${id}|${tick}`);
+  const valid = /^\d+$/.test(id);  // a link cut short or edited by hand asks nothing of the API
+  const found = useApi(valid ? (s) => api.incident(id, s) : null, `${id}|${tick}`);
   const close = () => update({ incident: "" });
-  if (found.error) {
+  const error = valid ? found.error : `“${id}” is not an incident id (a number, as in ?view=incidents&incident=42)`;
+  if (error) {
     return (
       <section className="panel event-detail" aria-label="event detail">
-        <ErrorBox title={`Incident ${id} could not be opened`} message={found.error} />
+        <ErrorBox title={`Incident ${id} could not be opened`} message={error} />
         <button type="button" onClick={close}>Back to the list</button>
       </section>
     );

@@ -13,10 +13,15 @@ interface Props {
   title?: string;
 }
 
+/** A left click with no modifier key: the page handles it; any other click is the browser's (a new tab). */
+export function isPlainClick(e: React.MouseEvent): boolean {
+  return e.button === 0 && !e.metaKey && !e.ctrlKey && !e.shiftKey && !e.altKey;
+}
+
 export function ViewLink({ state, patch, update, children, className, title }: Props) {
   const href = stateToSearch({ ...state, ...patch }) || "?";
   const follow = (e: React.MouseEvent) => {
-    if (e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
+    if (!isPlainClick(e)) return;
     e.preventDefault();
     update(patch);
   };

@@ -4,6 +4,7 @@
 
 import type { ReactNode } from "react";
 import { formatLocal } from "../../state/time";
+import { isPlainClick } from "../ViewLink";
 
 export interface EventRowData {
   id: string;
@@ -40,15 +41,17 @@ export function EventTable({ label, columns, rows, selected, onOpen }: TableProp
 }
 
 export function EventRow({ row, selected, onOpen }: { row: EventRowData; selected: boolean; onOpen: (id: string) => void }) {
+  // The row opens the event; a plain click on its link bubbles up to the row, another opens a new tab.
   const open = (e: React.MouseEvent) => {
-    if (e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey) return;  // a new tab follows the link itself
-    e.preventDefault();
-    onOpen(row.id);
+    if (isPlainClick(e)) onOpen(row.id);
+  };
+  const follow = (e: React.MouseEvent) => {
+    if (isPlainClick(e)) e.preventDefault();
   };
   return (
     <tr className={selected ? "selected" : ""} aria-selected={selected} data-event-id={row.id} onClick={open}>
       <td><KindBadge kind={row.kind} name={row.kindName} /></td>
-      <td><a href={row.href} onClick={open}>{formatLocal(row.timeMs)}</a></td>
+      <td><a href={row.href} onClick={follow}>{formatLocal(row.timeMs)}</a></td>
       <td className="labels" title={Object.entries(row.labels).map(([k, v]) => `${k}="${v}"`).join(", ")}>
         <strong>{row.program}</strong>
         <div>{Object.entries(row.labels).map(([k, v]) => <span key={k} className="label">{k}="{v}"</span>)}</div>

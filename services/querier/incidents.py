@@ -16,9 +16,9 @@ For an event at time T of a program with labels L:
 What cannot be linked is said in `notes`. Nothing is copied: the links are queries over the stored
 profiles, so they open whatever retention still keeps.
 
-`GET /api/v1/incidents` lists them (newest first), `GET /api/v1/incidents/{id}` answers one (the UI's
-permalink names only the id); `format=annotations` answers in the shape of Grafana's
-JSON annotations (`time`, `timeEnd`, `title`, `text`, `tags`). gRPC: `IncidentService.List`.
+`GET /api/v1/incidents` lists them (newest first; gRPC `IncidentService.List`); `format=annotations`
+answers in the shape of Grafana's JSON annotations (`time`, `timeEnd`, `title`, `text`, `tags`).
+`GET /api/v1/incidents/{id}` answers one (gRPC `IncidentService.Get`): the UI's permalink names only the id.
 """
 
 from __future__ import annotations
@@ -249,6 +249,11 @@ def _evidence_proto(ev: Evidence) -> events_pb2.Evidence:
     return out
 
 
+def _incident_proto(i: Incident) -> events_pb2.Incident:
+    return events_pb2.Incident(id=i.recorded.id, event=_event_proto(i.recorded.event),
+                               evidence=_evidence_proto(i.evidence), recorded_ns=i.recorded.recorded_ns)
+
+
 class IncidentServicer(events_pb2_grpc.IncidentServiceServicer):
     def __init__(self, incidents: Incidents) -> None:
         self._incidents = incidents
@@ -259,10 +264,12 @@ class IncidentServicer(events_pb2_grpc.IncidentServiceServicer):
         lo, hi = (request.range.start_ns, request.range.end_ns) if request.range.end_ns else time_range(None, None)
         found = await asyncio.to_thread(self._incidents.list, tenant, lo, hi, request.selector,
                                         tuple(request.kinds), request.limit)
-        return events_pb2.ListIncidentsResponse(incidents=[
-            events_pb2.Incident(id=i.recorded.id, event=_event_proto(i.recorded.event),
-                                evidence=_evidence_proto(i.evidence), recorded_ns=i.recorded.recorded_ns)
-            for i in found])
+        return events_pb2.ListIncidentsResponse(incidents=[_incident_proto(i) for i in found])
+
+    @handled
+    async def Get(self, request: events_pb2.GetIncidentRequest, context) -> events_pb2.Incident:
+        tenant = grpc_tenant(context, Action.READ)
+        return _incident_proto(await asyncio.to_thread(self._incidents.get, tenant, request.id))
 
 
 def register_grpc(incidents: Incidents):

@@ -16,8 +16,9 @@ For an event at time T of a program with labels L:
 What cannot be linked is said in `notes`. Nothing is copied: the links are queries over the stored
 profiles, so they open whatever retention still keeps.
 
-`GET /api/v1/incidents` lists them (newest first); `format=annotations` answers in the shape of Grafana's
-JSON annotations (`time`, `timeEnd`, `title`, `text`, `tags`). gRPC: `IncidentService.List`.
+`GET /api/v1/incidents` lists them (newest first; gRPC `IncidentService.List`); `format=annotations`
+answers in the shape of Grafana's JSON annotations (`time`, `timeEnd`, `title`, `text`, `tags`).
+`GET /api/v1/incidents/{id}` answers one (gRPC `IncidentService.Get`): the UI's permalink names only the id.
 """
 
 from __future__ import annotations
@@ -33,10 +34,11 @@ from flamewatch.api.flamewatch.v1 import events_pb2, events_pb2_grpc, types_pb2
 from flamewatch.auth.caller import Action
 from flamewatch.events.convert import event_proto
 from flamewatch.events.model import KINDS, REGRESSION
-from flamewatch.events.store import DEFAULT_LIMIT, Recorded, list_events
+from flamewatch.events.store import DEFAULT_LIMIT, Recorded, get_event, list_events
 from flamewatch.labels.selector import Matcher, format_matchers, parse_selector
 from flamewatch.querier.api import time_range
 from flamewatch.rpc.auth import ReadTenant, grpc_tenant
+from flamewatch.rpc.errors import NotFoundError
 from flamewatch.rpc.grpc_server import handled
 from flamewatch.rpc.openapi import ERROR_RESPONSES
 from flamewatch.storage import index
@@ -133,6 +135,14 @@ class Incidents:
         matchers = parse_selector(selector) if selector.strip() else ()
         found = list_events(self._db, tenant, start, end, matchers, kinds, limit or DEFAULT_LIMIT)
         return [Incident(r, self.evidence(tenant, r)) for r in found]
+
+    def get(self, tenant: str, id_: int) -> Incident:
+        """One incident by its id, as its permalink (`ui_path`) names it; NotFoundError when the tenant has
+        none of that id."""
+        found = get_event(self._db, tenant, id_)
+        if found is None:
+            raise NotFoundError(f"no incident {id_} in tenant {tenant!r}")
+        return Incident(found, self.evidence(tenant, found))
 
     def evidence(self, tenant: str, recorded: Recorded) -> Evidence:
         event = recorded.event
@@ -233,6 +243,10 @@ def router(incidents: Incidents) -> APIRouter:
             return [annotation_json(i) for i in found]
         return {"incidents": [incident_json(i) for i in found]}
 
+    @r.get("/incidents/{incident_id}", summary="One incident, by the id its permalink carries")
+    def get_incident(tenant: ReadTenant, incident_id: int) -> dict:
+        return incident_json(incidents.get(tenant, incident_id))
+
     return r
 
 
@@ -245,6 +259,11 @@ def _evidence_proto(ev: Evidence) -> events_pb2.Evidence:
     return out
 
 
+def _incident_proto(i: Incident) -> events_pb2.Incident:
+    return events_pb2.Incident(id=i.recorded.id, event=event_proto(i.recorded.event),
+                               evidence=_evidence_proto(i.evidence), recorded_ns=i.recorded.recorded_ns)
+
+
 class IncidentServicer(events_pb2_grpc.IncidentServiceServicer):
     def __init__(self, incidents: Incidents) -> None:
         self._incidents = incidents
@@ -255,10 +274,12 @@ class IncidentServicer(events_pb2_grpc.IncidentServiceServicer):
         lo, hi = (request.range.start_ns, request.range.end_ns) if request.range.end_ns else time_range(None, None)
         found = await asyncio.to_thread(self._incidents.list, tenant, lo, hi, request.selector,
                                         tuple(request.kinds), request.limit)
-        return events_pb2.ListIncidentsResponse(incidents=[
-            events_pb2.Incident(id=i.recorded.id, event=event_proto(i.recorded.event),
-                                evidence=_evidence_proto(i.evidence), recorded_ns=i.recorded.recorded_ns)
-            for i in found])
+        return events_pb2.ListIncidentsResponse(incidents=[_incident_proto(i) for i in found])
+
+    @handled
+    async def Get(self, request: events_pb2.GetIncidentRequest, context) -> events_pb2.Incident:
+        tenant = grpc_tenant(context, Action.READ)
+        return _incident_proto(await asyncio.to_thread(self._incidents.get, tenant, request.id))
 
 
 def register_grpc(incidents: Incidents):

@@ -116,3 +116,9 @@ class ListIncidentsResponse(_message.Message):
     INCIDENTS_FIELD_NUMBER: _ClassVar[int]
     incidents: _containers.RepeatedCompositeFieldContainer[Incident]
     def __init__(self, incidents: _Optional[_Iterable[_Union[Incident, _Mapping]]] = ...) -> None: ...
+
+class GetIncidentRequest(_message.Message):
+    __slots__ = ("id",)
+    ID_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    def __init__(self, id: _Optional[int] = ...) -> None: ...

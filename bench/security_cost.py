@@ -68,7 +68,7 @@ import httpx
 from corpus import KINDS, NAMES, at_time, load_or_capture
 from demo_cost import children, cpu_seconds, postmaster_pid
 from report import RESULTS_DIR, environment, stamp
-from security_modes import CLIENTS, CONTROL, MODES, Mode, Secrets, pusher
+from security_modes import CLIENTS, CONTROL, MODES, RSA_MODES, Mode, Secrets, pusher
 from whereitgoes import top
 
 LATE_S = 0.05  # a push sent this much after its time counts as late: the client did not keep up
@@ -380,13 +380,18 @@ def run_round(servers: Servers, modes: list[Mode], keys: Secrets, plan, number: 
     return list(results.values())
 
 
-def connection_costs(servers: Servers, modes: list[Mode], keys: Secrets, batches: int) -> list[connection_cost.Cost]:
-    """What a connection costs each mode's server apart from a push (`connection_cost.py`)."""
+def connection_costs(servers: Servers, modes: list[Mode], keys: Secrets, work: Path,
+                     batches: int) -> list[connection_cost.Cost]:
+    """What a connection costs each mode's server apart from a push (`connection_cost.py`), and a server
+    with an RSA 2048 certificate of each protocol, started for this."""
+    extra = [m for m in RSA_MODES if any(o.protocol == m.protocol for o in modes)]
+    for mode in extra:
+        servers.nodes[mode.name] = start(mode, keys, work, mode.slug)
     targets = [connection_cost.Target(
         mode.name, mode.protocol, node.process.pid, node.grpc if mode.protocol == "grpc" else node.url,
         tls=node.tls if mode.protocol == "http" else None, ca=keys.ca.cert if mode.tls and mode.protocol == "grpc"
         else None, authorization=keys.authorization(mode))
-        for mode in modes if mode.name != CONTROL for node in [servers.nodes[mode.name]]]
+        for mode in [*modes, *extra] if mode.name != CONTROL for node in [servers.nodes[mode.name]]]
     costs = connection_cost.measure(targets, batches)
     for cost in costs:
         print(f"  {cost.target.name}: a new connection costs {cost.per_connection:.3f} ms of server CPU", flush=True)
@@ -428,7 +433,8 @@ def main() -> None:
                 loads.append(os.getloadavg()[0])
                 rounds += run_round(servers, modes, keys, plan, number, args)
                 if number == args.rounds - 1:
-                    costs = connection_costs(servers, modes, keys, args.connection_batches)
+                    costs = connection_costs(servers, modes, keys, work / f"round-{number + 1}",
+                                             args.connection_batches)
                     tops = profile_modes(servers, modes, keys, plan, args, name) if args.profile else {}
             finally:
                 servers.stop()

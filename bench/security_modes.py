@@ -5,7 +5,8 @@
                                   one mode differ by with nothing else different
     basic auth                    basic_auth_users (bcrypt, cost 10) and access
     bearer token                  bearer_tokens (sha256) and access
-    HTTPS                         tls_server_config (an EC P-256 certificate of a CA made here)
+    HTTPS                         tls_server_config (an EC P-256 certificate of a CA made here; for
+                                  what a connection costs, also an RSA 2048 one)
     HTTPS + basic auth            both
     plain gRPC                    no file: IngestService.Push, one pprof per call
     gRPC over TLS + bearer token  tls_server_config, bearer_tokens and access
@@ -41,6 +42,7 @@ class Mode:
     protocol: str  # "http" or "grpc"
     tls: bool = False
     credential: str | None = None  # "basic", "bearer" or None
+    key: str = "server"  # the server certificate's files: server (EC P-256) or server-rsa (RSA 2048)
 
     @property
     def baseline(self) -> str:
@@ -55,6 +57,9 @@ MODES = (Mode("plain HTTP", "http"), Mode(CONTROL, "http"), Mode("basic auth", "
          Mode("bearer token", "http", credential="bearer"), Mode("HTTPS", "http", tls=True),
          Mode("HTTPS + basic auth", "http", tls=True, credential="basic"), Mode("plain gRPC", "grpc"),
          Mode("gRPC over TLS + bearer token", "grpc", tls=True, credential="bearer"))
+# Measured for what a connection costs only (connection_cost.py): the handshake with the key most guides give
+RSA_MODES = (Mode("HTTPS, RSA 2048 key", "http", tls=True, key="server-rsa"),
+             Mode("gRPC over TLS, RSA 2048 key", "grpc", tls=True, key="server-rsa"))
 
 
 # ------------------------------------------------------------------------------------- secrets and files
@@ -76,6 +81,7 @@ class Secrets:
         password = secrets.token_urlsafe(16)
         ca = CertificateAuthority.create(directory)
         ca.issue("server")
+        ca.issue("server-rsa", rsa_bits=2048)
         return Secrets(directory, password, bcrypt.hashpw(password.encode(), bcrypt.gensalt(10)).decode(),
                        secrets.token_urlsafe(32), secrets.token_urlsafe(32), ca)
 
@@ -85,7 +91,7 @@ class Secrets:
             return None
         lines = []
         if mode.tls:
-            lines += ["tls_server_config: {cert_file: server.crt, key_file: server.key}",
+            lines += [f"tls_server_config: {{cert_file: {mode.key}.crt, key_file: {mode.key}.key}}",
                       "client: {tls_config: {ca_file: ca.crt}}"]
         if mode.credential is not None:  # the admin token fetches /debug/pprof in the profiled rounds
             lines += [f"bearer_tokens: {{{ADMIN}: {_sha256(self.admin_token)}}}",

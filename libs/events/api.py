@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from flamewatch.api.flamewatch.v1 import events_pb2, events_pb2_grpc
 from flamewatch.auth.caller import Action
 from flamewatch.events.model import DEFAULT_LIMITS, Event, EventLimits, check
-from flamewatch.events.store import record
+from flamewatch.events.store import Recorded, record
 from flamewatch.rpc.auth import WriteTenant, grpc_tenant
 from flamewatch.rpc.grpc_server import handled
 from flamewatch.rpc.labelpairs import labels_of_pairs
@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 INCIDENTS = Counter("flamewatch_incidents", "Events recorded (OOM kills, restarts with an error), by kind and the "
                     "service_name of the program", ["kind", "service_name"])
 
-Notify = Callable[[str, list[Event]], None]  # (tenant, the new events), called off the event loop
+Notify = Callable[[str, list[Recorded]], None]  # (tenant, the new events), called off the event loop
 
 
 class Recorder:
@@ -51,7 +51,7 @@ class Recorder:
         now = time.time_ns()
         keyed = check(events, now, self._limits)
         new = await asyncio.to_thread(record, self._db, tenant, keyed, now)
-        for event in new:
+        for event in (r.event for r in new):
             INCIDENTS.labels(event.kind, event.labels.get("service_name", "")).inc()
             log.info("recorded %s of %s at %d (tenant %s)", event.kind, event.labels, event.time_ns, tenant)
         if new and self._notify is not None:

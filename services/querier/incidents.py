@@ -31,7 +31,7 @@ from fastapi import APIRouter, Query
 
 from flamewatch.api.flamewatch.v1 import events_pb2, events_pb2_grpc, types_pb2
 from flamewatch.auth.caller import Action
-from flamewatch.events.model import KINDS, Event
+from flamewatch.events.model import KINDS, Event, incident_path
 from flamewatch.events.store import DEFAULT_LIMIT, Recorded, list_events
 from flamewatch.labels.selector import Matcher, format_matchers, parse_selector
 from flamewatch.querier.api import time_range
@@ -138,7 +138,7 @@ class Incidents:
         end, notes = event.time_ns, []
         start = max(end - LOOKBACK_NS, 0)
         heap = self._times(tenant, HEAP_INUSE, matchers, start, end)
-        ui_path = f"/?view=incidents&incident={recorded.id}"
+        ui_path = incident_path(recorded.id)
         if not len(heap):
             notes.append(f"no in-use heap profile of {selector} in the {LOOKBACK_NS // 3600 // 10**9} h before "
                          f"{format_ns(end)}: scrape its heap (e.g. /debug/pprof/heap) to have one next time")

@@ -1,0 +1,233 @@
+"""Incidents as Prometheus Alertmanager alerts: each newly recorded event is posted to every configured
+Alertmanager's v2 API (`POST /api/v2/alerts`, a JSON list of alerts).
+
+`alert` is the shape, a plain function: labels `alertname` (`FlamewatchOOMKill`, `FlamewatchRestart`),
+`severity`, `kind`, `tenant`, `incident` (its id, so two kills of one container are two alerts) and the
+event's own labels (namespace, pod, container, service_name, node...; one that collides with ours keeps
+its value as `exported_<name>`, as Prometheus does); annotations `summary`, `description` and `permalink`
+(the UI's Incidents view of it, with its tenant); `startsAt` the event's time, `endsAt` the resolve
+timeout after it was recorded (a kill is a point event: nothing will ever say it "resolved"), and
+`generatorURL` the permalink.
+
+`AlertSender` is the `Recorder`'s notify callback. Recording never waits for it and never fails because
+of it: alerts go into a bounded queue per Alertmanager, and a worker thread per Alertmanager posts them in
+batches, retrying with exponential backoff while it is down or answers 5xx, until the alert's `endsAt`
+has passed. A full queue drops (warned at most every 10 s). Every alert's fate per Alertmanager counts in
+`flamewatch_alertmanager_notifications_total{result}`: sent, dropped (queue full), rejected (a 4xx),
+expired (its endsAt passed, or the process stopped, before it could be sent); each failed POST counts
+each of its alerts as `retried`.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import httpx
+from prometheus_client import Counter
+
+from flamewatch.events.alertconfig import AlertingConfig, redacted
+from flamewatch.events.model import OOM_KILL, RESTART, incident_path
+from flamewatch.events.store import Recorded
+from flamewatch.ratelimitedlog import RateLimitedLog
+
+log = logging.getLogger(__name__)
+
+NOTIFICATIONS = Counter("flamewatch_alertmanager_notifications", "Incident alerts per Alertmanager, by what "
+                        "became of them: sent, retried (a failed POST, tried again), dropped (queue full), "
+                        "rejected (Alertmanager answered 4xx), expired (not sent before its endsAt or the stop)",
+                        ["result"])
+ALERTNAMES = {OOM_KILL: "FlamewatchOOMKill", RESTART: "FlamewatchRestart"}
+SEVERITIES = {OOM_KILL: "warning", RESTART: "info"}
+WHAT = {OOM_KILL: "OOM kill", RESTART: "restart with an error"}
+OWN_LABELS = ("alertname", "severity", "kind", "tenant", "incident")
+STOP_FLUSH_S = 5.0  # at stop, one last try for what is queued, at most this long
+
+
+def alert(tenant: str, recorded: Recorded, config: AlertingConfig) -> dict:
+    """The Alertmanager v2 alert of one recorded event (see the module docstring)."""
+    event = recorded.event
+    own = {"alertname": ALERTNAMES[event.kind], "severity": SEVERITIES[event.kind], "kind": event.kind,
+           "tenant": tenant, "incident": str(recorded.id)}
+    labels = {(f"exported_{k}" if k in own else k): v for k, v in event.labels.items()}
+    permalink = f"{config.external_url}{incident_path(recorded.id, tenant)}" if config.external_url else ""
+    ends_ns = max(event.time_ns, recorded.recorded_ns) + int(config.resolve_timeout_s * 1e9)
+    out = {"labels": {**labels, **own},
+           "annotations": {"summary": summary(event), "description": description(event),
+                           **({"permalink": permalink} if permalink else {})},
+           "startsAt": _rfc3339(event.time_ns), "endsAt": _rfc3339(ends_ns)}
+    return {**out, "generatorURL": permalink} if permalink else out
+
+
+def summary(event) -> str:
+    return _first_upper(f"{WHAT[event.kind]} of {_program(event.labels)}")
+
+
+def description(event) -> str:
+    facts = [f"exit code {event.exit_code}"]
+    if event.memory_limit_bytes:
+        facts.append(f"memory limit {_bytes(event.memory_limit_bytes)}")
+    if event.restart_count:
+        facts.append(f"restart count {event.restart_count}")
+    if event.started_ns:
+        facts.append(f"it had run {_duration((event.time_ns - event.started_ns) / 1e9)}")
+    program = _first_upper(_program(event.labels))
+    text = f"{program} ended at {_rfc3339(event.time_ns)} ({WHAT[event.kind]}; {', '.join(facts)})."
+    if event.message:
+        text += f" {event.message}"
+    return text + " The permalink opens its last heap profile before the end and the heap's growth."
+
+
+def _first_upper(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _program(labels: dict[str, str]) -> str:
+    if all(labels.get(k) for k in ("namespace", "pod", "container")):
+        return f"container {labels['container']} of pod {labels['namespace']}/{labels['pod']}"
+    name = labels.get("service_name")
+    return name or ", ".join(f"{k}={v}" for k, v in sorted(labels.items()))
+
+
+def _bytes(n: int) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.4g} {unit}"
+    return f"{n} B"
+
+
+def _duration(seconds: float) -> str:
+    for unit, size in (("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.3g} {unit}"
+    return f"{seconds:.3g} s"
+
+
+def _rfc3339(ns: int) -> str:
+    return datetime.fromtimestamp(ns / 1e9, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _ends_s(a: dict) -> float:
+    return datetime.fromisoformat(a["endsAt"]).timestamp()
+
+
+class AlertSender:
+    """The notify callback (`events.api.Notify`): queues each new event's alert for every Alertmanager."""
+
+    def __init__(self, config: AlertingConfig, transport: httpx.BaseTransport | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self._config = config
+        self._queues = [_Queue(url, config, transport, clock) for url in config.alertmanager_urls]
+
+    def __call__(self, tenant: str, new: list[Recorded]) -> None:
+        alerts = [alert(tenant, r, self._config) for r in new if r.event.kind in ALERTNAMES]
+        for q in self._queues:
+            q.put(alerts)
+
+    def close(self) -> None:
+        """Stop the workers after one last try for what is queued (at most `STOP_FLUSH_S`)."""
+        for q in self._queues:
+            q.stop()
+        for q in self._queues:
+            q.join()
+
+
+class _Queue:
+    """One Alertmanager: a bounded queue and the thread that posts from it."""
+
+    def __init__(self, url: str, config: AlertingConfig, transport: httpx.BaseTransport | None,
+                 clock: Callable[[], float]) -> None:
+        self._url, self._config, self._clock = url, config, clock
+        self._queue: queue.Queue[dict] = queue.Queue(config.queue_size)
+        self._stopping = threading.Event()
+        self._warn = RateLimitedLog(log)
+        headers = {"Authorization": f"Bearer {config.bearer_token}"} if config.bearer_token else {}
+        self._client = httpx.Client(base_url=url, timeout=config.timeout_s, headers=headers, transport=transport)
+        self._thread = threading.Thread(target=self._run, name=f"alertmanager {redacted(url)}", daemon=True)
+        self._thread.start()
+
+    def put(self, alerts: list[dict]) -> None:
+        for a in alerts:
+            try:
+                self._queue.put_nowait(a)
+            except queue.Full:
+                NOTIFICATIONS.labels("dropped").inc()
+                self._warn.log(logging.WARNING, "full", "Alertmanager %s: %d alerts wait already, dropped %s",
+                               redacted(self._url), self._config.queue_size, a["labels"]["alertname"])
+
+    def stop(self) -> None:
+        self._stopping.set()
+
+    def join(self) -> None:
+        self._thread.join(STOP_FLUSH_S + self._config.timeout_s)
+        self._client.close()
+
+    def _run(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                batch = [self._queue.get(timeout=0.2)]
+            except queue.Empty:
+                continue
+            self._deliver(batch + self._take(self._config.batch_size - 1))
+        rest = self._take(self._config.queue_size)
+        if rest and not self._post(rest, final=True):
+            NOTIFICATIONS.labels("expired").inc(len(rest))
+
+    def _take(self, most: int) -> list[dict]:
+        out = []
+        while len(out) < most:
+            try:
+                out.append(self._queue.get_nowait())
+            except queue.Empty:
+                break
+        return out
+
+    def _deliver(self, batch: list[dict]) -> None:
+        """Post until sent, refused, expired or stopped, waiting longer after each failure."""
+        backoff = self._config.first_backoff_s
+        while batch:
+            if self._post(batch):
+                return
+            self._stopping.wait(backoff)
+            backoff = min(backoff * 2, self._config.max_backoff_s)
+            now = self._clock()
+            live = [a for a in batch if _ends_s(a) > now]
+            NOTIFICATIONS.labels("expired").inc(len(batch) - len(live))
+            batch = live
+            if self._stopping.is_set() and batch:
+                if not self._post(batch, final=True):
+                    NOTIFICATIONS.labels("expired").inc(len(batch))
+                return
+
+    def _post(self, batch: list[dict], final: bool = False) -> bool:
+        """True when done with the batch (sent, or refused for good); False to try again."""
+        where = redacted(self._url)
+        timeout = min(self._config.timeout_s, STOP_FLUSH_S) if final else httpx.USE_CLIENT_DEFAULT
+        try:
+            response = self._client.post("/api/v2/alerts", json=batch, timeout=timeout)
+        except httpx.HTTPError as exc:
+            return self._failed(batch, f"Alertmanager {where} cannot be reached ({exc or type(exc).__name__})",
+                                final)
+        if response.status_code < 300:
+            NOTIFICATIONS.labels("sent").inc(len(batch))
+            log.debug("sent %d alerts to Alertmanager %s", len(batch), where)
+            return True
+        if 400 <= response.status_code < 500 and response.status_code not in (408, 429):
+            NOTIFICATIONS.labels("rejected").inc(len(batch))
+            log.error("Alertmanager %s refused %d alerts (%d): %s", where, len(batch), response.status_code,
+                      response.text[:500])
+            return True
+        return self._failed(batch, f"Alertmanager {where} answered {response.status_code}: {response.text[:200]}",
+                            final)
+
+    def _failed(self, batch: list[dict], problem: str, final: bool) -> bool:
+        if final:
+            log.warning("%s; %d alerts are not sent: this process stops", problem, len(batch))
+            return False
+        NOTIFICATIONS.labels("retried").inc(len(batch))
+        self._warn.log(logging.WARNING, "failed", "%s; %d alerts will be tried again", problem, len(batch))
+        return False

@@ -1,0 +1,159 @@
+"""The alert an incident becomes (`flamewatch.events.alertmanager.alert`), the alerting flags, and the
+sender's queue and retries against an HTTP transport that fails on purpose (the real Alertmanager's
+side is tests/e2e/test_alertmanager_e2e.py)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import httpx
+import pytest
+
+from flamewatch.events.alertconfig import AlertingConfig, parse_urls, redacted
+from flamewatch.events.alertmanager import NOTIFICATIONS, AlertSender, alert
+from flamewatch.events.model import Event, incident_path
+from flamewatch.events.store import Recorded
+
+S = 10**9
+KILL_AT = 1_795_000_000 * S  # 2026-11-18T11:06:40Z
+CONFIG = AlertingConfig(alertmanager_urls=("http://am:9093",), external_url="https://fw.example.com")
+POD = {"namespace": "shop", "pod": "api-7d9", "container": "api", "service_name": "api", "node": "n1"}
+
+
+def recorded(kind="oom_kill", labels=POD, id_=42, **fields) -> Recorded:
+    event = Event(kind, KILL_AT, dict(labels), **{"exit_code": 137, "memory_limit_bytes": 256 << 20,
+                                                   "restart_count": 3, **fields}).keyed()
+    return Recorded(id_, event, KILL_AT + 2 * S)
+
+
+def test_an_oom_kill_becomes_an_alert_with_its_labels_and_permalink():
+    a = alert("team-a", recorded(started_ns=KILL_AT - 600 * S, message="killed by the kernel"), CONFIG)
+    assert a["labels"] == {**POD, "alertname": "FlamewatchOOMKill", "severity": "warning", "kind": "oom_kill",
+                           "tenant": "team-a", "incident": "42"}
+    permalink = "https://fw.example.com/?view=incidents&incident=42&tenant=team-a"
+    assert a["annotations"]["permalink"] == permalink == a["generatorURL"]
+    assert a["annotations"]["summary"] == "OOM kill of container api of pod shop/api-7d9"
+    assert a["annotations"]["description"].startswith(
+        "Container api of pod shop/api-7d9 ended at 2026-11-18T11:06:40.000Z (OOM kill; ")
+    for fact in ("exit code 137", "memory limit 256 MiB", "restart count 3", "it had run 10 min",
+                 "killed by the kernel"):
+        assert fact in a["annotations"]["description"]
+    assert a["startsAt"] == "2026-11-18T11:06:40.000Z"
+    assert a["endsAt"] == "2026-11-18T12:06:42.000Z"  # an hour after it was recorded
+
+
+def test_a_restart_is_an_info_alert_named_after_its_service():
+    a = alert("anonymous", recorded("restart", {"service_name": "batch"}, exit_code=2), CONFIG)
+    assert (a["labels"]["alertname"], a["labels"]["severity"]) == ("FlamewatchRestart", "info")
+    assert a["annotations"]["summary"] == "Restart with an error of batch"
+
+
+def test_event_labels_named_like_ours_are_kept_as_exported():
+    a = alert("t", recorded(labels={"service_name": "x", "severity": "high", "tenant": "other"}), CONFIG)
+    assert a["labels"]["severity"] == "warning" and a["labels"]["exported_severity"] == "high"
+    assert a["labels"]["tenant"] == "t" and a["labels"]["exported_tenant"] == "other"
+
+
+def test_without_an_external_url_there_is_no_permalink():
+    a = alert("t", recorded(), AlertingConfig(alertmanager_urls=("http://am:9093",)))
+    assert "permalink" not in a["annotations"] and "generatorURL" not in a
+
+
+def test_the_permalink_path_is_the_querier_ui_path_with_the_tenant():
+    assert incident_path(7) == "/?view=incidents&incident=7"
+    assert incident_path(7, "a b&c") == "/?view=incidents&incident=7&tenant=a+b%26c"
+
+
+def test_alertmanager_urls_are_repeatable_and_comma_separated():
+    assert parse_urls(["http://a:9093/, http://b:9093", "http://a:9093"]) == ("http://a:9093", "http://b:9093")
+    with pytest.raises(ValueError, match="'alertmanager:9093' is not an http"):
+        parse_urls(["alertmanager:9093"])
+    assert redacted("http://u:secret@am:9093") == "http://u:xxxxx@am:9093"
+
+
+def counts() -> dict[str, float]:
+    return {r: NOTIFICATIONS.labels(r)._value.get() for r in ("sent", "retried", "dropped", "rejected", "expired")}
+
+
+def delta(before: dict[str, float]) -> dict[str, float]:
+    return {k: v - before[k] for k, v in counts().items() if v != before[k]}
+
+
+def wait_until(check, timeout_s=10.0):
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def test_the_sender_retries_with_backoff_until_alertmanager_answers():
+    answers = [503, 503, 200]
+    received = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        received.append((request.url.path, json.loads(request.content)))
+        return httpx.Response(answers.pop(0) if answers else 200)
+
+    before = counts()
+    config = AlertingConfig(("http://am:9093",), first_backoff_s=0.01, max_backoff_s=0.02)
+    sender = AlertSender(config, transport=httpx.MockTransport(handle), clock=lambda: KILL_AT / S)
+    sender("t", [recorded()])
+    wait_until(lambda: len(received) == 3)
+    sender.close()
+    assert [path for path, _ in received] == ["/api/v2/alerts"] * 3
+    assert received[-1][1][0]["labels"]["alertname"] == "FlamewatchOOMKill"
+    assert delta(before) == {"retried": 2, "sent": 1}
+
+
+def test_a_refused_alert_is_not_retried_and_an_expired_one_is_given_up():
+    before = counts()
+    refused = AlertSender(AlertingConfig(("http://am:9093",)),
+                          transport=httpx.MockTransport(lambda r: httpx.Response(400, text="bad")))
+    refused("t", [recorded()])
+    wait_until(lambda: delta(before).get("rejected") == 1)
+    refused.close()
+
+    before = counts()
+    down = AlertSender(AlertingConfig(("http://am:9093",), first_backoff_s=0.01),
+                       transport=httpx.MockTransport(lambda r: httpx.Response(503)),
+                       clock=lambda: KILL_AT / S + 2 * 3600)  # past the alert's endsAt
+    down("t", [recorded()])
+    wait_until(lambda: delta(before).get("expired") == 1)
+    down.close()
+    assert delta(before) == {"retried": 1, "expired": 1}
+
+
+def test_a_full_queue_drops_without_blocking_the_recording():
+    gate = threading.Event()
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        gate.wait(10)
+        return httpx.Response(200)
+
+    before = counts()
+    sender = AlertSender(AlertingConfig(("http://am:9093",), queue_size=2, batch_size=1),
+                         transport=httpx.MockTransport(handle))
+    sender("t", [recorded(id_=1)])
+    wait_until(lambda: sender._queues[0]._queue.empty())  # the first is being posted
+    started = time.monotonic()
+    sender("t", [recorded(id_=i) for i in range(2, 6)])
+    assert time.monotonic() - started < 0.5
+    gate.set()
+    wait_until(lambda: delta(before).get("sent") == 3)
+    sender.close()
+    assert delta(before) == {"sent": 3, "dropped": 2}
+
+
+def test_at_stop_what_is_queued_is_sent_once_more():
+    received = []
+    sender = AlertSender(AlertingConfig(("http://am:9093",), first_backoff_s=60),
+                         transport=httpx.MockTransport(lambda r: received.append(r) or httpx.Response(200)))
+    sender.close()
+    assert received == []
+    sender = AlertSender(AlertingConfig(("http://am:9093",)),
+                         transport=httpx.MockTransport(lambda r: received.append(r) or httpx.Response(200)))
+    sender("t", [recorded()])
+    sender.close()
+    assert len(received) == 1

@@ -1,0 +1,113 @@
+"""Incidents reach a real Alertmanager: an OOM kill posted to an ingester started with `--alertmanager.url`
+shows in Alertmanager's `GET /api/v2/alerts` with its labels and the permalink to the incident, and
+Alertmanager's webhook delivers it to the test's receiver; the same event again sends nothing; with
+Alertmanager down the recording still succeeds and the alert arrives once it is back. `/metrics` counts
+the incident (`flamewatch_incidents_total`) and the alert (`flamewatch_alertmanager_notifications_total`)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from e2e.cluster import Cluster, Service
+from infra.alertmanager import AlertmanagerServer
+from infra.waiting import wait_for
+from prometheus_client.parser import text_string_to_metric_families
+
+from flamewatch.rpc.tenant import DEFAULT_TENANT
+
+pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.s3, pytest.mark.alertmanager]
+
+UI = "https://flamewatch.example.com"
+
+
+@pytest.fixture
+def ingester(cluster: Cluster, alertmanager: AlertmanagerServer) -> Iterator[Service]:
+    """An ingester of the cluster's storage that sends incidents to the test's Alertmanager."""
+    name = f"alerting-{uuid.uuid4().hex[:6]}"
+    service = cluster.add_ingester(name, "--alertmanager.url", alertmanager.url, "--web.external-url", UI)
+    yield service
+    cluster.extra.pop(name)
+    assert service.stop() == 0, service.log_text()
+
+
+def oom_kill(service_name: str) -> dict:
+    return {"kind": "oom_kill", "time": time.time_ns(), "exit_code": 137, "memory_limit_bytes": 64 << 20,
+            "labels": {"namespace": "shop", "pod": f"{service_name}-7d9", "container": "app",
+                       "service_name": service_name, "node": "node-1"}}
+
+
+def post(service: Service, event: dict) -> dict:
+    answer = httpx.post(f"{service.url}/api/v1/events", json={"events": [event]}, timeout=30)
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def incident_id(cluster: Cluster, service_name: str) -> int:
+    answer = httpx.get(f"{cluster.querier_url}/api/v1/incidents", timeout=30,
+                       params={"from": "now-1h", "query": f'{{service_name="{service_name}"}}'})
+    [incident] = answer.json()["incidents"]
+    return incident["id"]
+
+
+def metric(service: Service, name: str, **labels: str) -> float:
+    text = httpx.get(f"{service.url}/metrics", timeout=10).text
+    return sum(s.value for family in text_string_to_metric_families(text) for s in family.samples
+               if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()))
+
+
+def alerts_of(alertmanager: AlertmanagerServer, service_name: str) -> list[dict]:
+    return alertmanager.alerts(filter=f'service_name="{service_name}"')
+
+
+def delivered(alertmanager: AlertmanagerServer, service_name: str) -> list[dict]:
+    return [a for a in alertmanager.receiver.alerts() if a["labels"].get("service_name") == service_name]
+
+
+def test_an_oom_kill_reaches_alertmanager_and_its_webhook_once(cluster: Cluster, ingester: Service,
+                                                              alertmanager: AlertmanagerServer):
+    service_name = f"leaky-{uuid.uuid4().hex[:6]}"
+    event = oom_kill(service_name)
+    assert post(ingester, event) == {"recorded": 1, "duplicates": 0}
+
+    [alert] = wait_for(lambda: alerts_of(alertmanager, service_name), 30, "the alert in Alertmanager",
+                       ingester.log_path)
+    incident = incident_id(cluster, service_name)
+    permalink = f"{UI}/?view=incidents&incident={incident}&tenant={DEFAULT_TENANT}"
+    assert alert["labels"] == {**event["labels"], "alertname": "FlamewatchOOMKill", "severity": "warning",
+                               "kind": "oom_kill", "tenant": DEFAULT_TENANT, "incident": str(incident)}
+    assert alert["annotations"]["permalink"] == permalink == alert["generatorURL"]
+    assert alert["annotations"]["summary"] == f"OOM kill of container app of pod shop/{service_name}-7d9"
+    assert "exit code 137, memory limit 64 MiB" in alert["annotations"]["description"]
+    assert alert["status"]["state"] == "active"
+
+    [notified] = wait_for(lambda: delivered(alertmanager, service_name), 30, "the webhook's notification",
+                          alertmanager.log_path)
+    assert notified["annotations"]["permalink"] == permalink and notified["status"] == "firing"
+
+    assert post(ingester, event) == {"recorded": 0, "duplicates": 1}
+    time.sleep(3)  # group_interval is 1 s: a second alert would have been notified by now
+    assert len(delivered(alertmanager, service_name)) == 1 and len(alerts_of(alertmanager, service_name)) == 1
+    assert metric(ingester, "flamewatch_alertmanager_notifications_total", result="sent") == 1
+    assert metric(ingester, "flamewatch_incidents_total", kind="oom_kill", service_name=service_name) == 1
+
+
+def test_with_alertmanager_down_the_event_is_recorded_and_alerted_once_it_is_back(
+        cluster: Cluster, ingester: Service, alertmanager: AlertmanagerServer):
+    alertmanager.stop()
+    service_name = f"leaky-{uuid.uuid4().hex[:6]}"
+    started = time.monotonic()
+    assert post(ingester, oom_kill(service_name)) == {"recorded": 1, "duplicates": 0}
+    assert time.monotonic() - started < 5  # recording never waits for Alertmanager
+    wait_for(lambda: metric(ingester, "flamewatch_alertmanager_notifications_total", result="retried") >= 1, 30,
+             "a failed attempt", ingester.log_path)
+    assert "cannot be reached" in ingester.log_text()
+
+    alertmanager.start()
+    [alert] = wait_for(lambda: alerts_of(alertmanager, service_name), 60, "the retried alert", ingester.log_path)
+    assert alert["labels"]["incident"] == str(incident_id(cluster, service_name))
+    wait_for(lambda: delivered(alertmanager, service_name), 30, "the webhook's notification", alertmanager.log_path)
+    assert metric(ingester, "flamewatch_alertmanager_notifications_total", result="sent") == 1

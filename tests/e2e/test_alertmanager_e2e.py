@@ -2,18 +2,22 @@
 shows in Alertmanager's `GET /api/v2/alerts` with its labels and the permalink to the incident, and
 Alertmanager's webhook delivers it to the test's receiver; the same event again sends nothing; with
 Alertmanager down the recording still succeeds and the alert arrives once it is back. `/metrics` counts
-the incident (`flamewatch_incidents_total`) and the alert (`flamewatch_alertmanager_notifications_total`)."""
+the incident (`flamewatch_incidents_total`) and the alert (`flamewatch_alertmanager_notifications_total`).
+The README's Alertmanager route loads in the real Alertmanager and takes Flamewatch's alerts, not others."""
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
 from e2e.cluster import Cluster, Service
-from infra.alertmanager import AlertmanagerServer
+from infra import REPO_ROOT
+from infra.alertmanager import AlertmanagerServer, WebhookReceiver
 from infra.waiting import wait_for
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -111,3 +115,17 @@ def test_with_alertmanager_down_the_event_is_recorded_and_alerted_once_it_is_bac
     assert alert["labels"]["incident"] == str(incident_id(cluster, service_name))
     wait_for(lambda: delivered(alertmanager, service_name), 30, "the webhook's notification", alertmanager.log_path)
     assert metric(ingester, "flamewatch_alertmanager_notifications_total", result="sent") == 1
+
+
+def test_the_readme_route_loads_in_alertmanager_and_takes_flamewatchs_alerts(tmp_path: Path):
+    readme = (REPO_ROOT / "README.md").read_text()
+    [text] = re.findall(r"<!-- alertmanager-config -->\n```yaml\n(.*?)```", readme, re.S)
+    with WebhookReceiver() as receiver, AlertmanagerServer(tmp_path, receiver, config_text=text) as server:
+        ends = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 600))
+        alerts = [{"labels": {"alertname": name, "service_name": "api"}, "endsAt": ends}
+                  for name in ("FlamewatchOOMKill", "FlamewatchRestart", "KubePodCrashLooping")]
+        assert httpx.post(f"{server.url}/api/v2/alerts", json=alerts, timeout=10).status_code == 200
+        routed = wait_for(lambda: {a["labels"]["alertname"]: [r["name"] for r in a["receivers"]]
+                                   for a in server.alerts()}, 10, "the alerts", server.log_path)
+    assert routed == {"FlamewatchOOMKill": ["memory-oncall"], "FlamewatchRestart": ["memory-oncall"],
+                      "KubePodCrashLooping": ["default"]}

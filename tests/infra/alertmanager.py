@@ -77,7 +77,8 @@ def config(webhook_url: str, group_wait: str = "200ms") -> str:
 class AlertmanagerServer:
     """One Alertmanager on 127.0.0.1 that notifies `receiver`."""
 
-    def __init__(self, workdir: Path, receiver: WebhookReceiver) -> None:
+    def __init__(self, workdir: Path, receiver: WebhookReceiver, config_text: str | None = None) -> None:
+        """`config_text`: a configuration of the test's own instead of the route to `receiver`."""
         self.binary = binary()
         self.receiver = receiver
         self.workdir = workdir
@@ -86,7 +87,7 @@ class AlertmanagerServer:
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = workdir / "alertmanager.log"
         self.config_path = workdir / "alertmanager.yml"
-        self.config_path.write_text(config(receiver.url))
+        self.config_path.write_text(config_text or config(receiver.url))
         self._process: subprocess.Popen | None = None
 
     def start(self) -> None:

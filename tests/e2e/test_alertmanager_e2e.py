@@ -15,9 +15,11 @@ from pathlib import Path
 
 import httpx
 import pytest
+from e2e.allinone import start_all, stop
 from e2e.cluster import Cluster, Service
 from infra import REPO_ROOT
 from infra.alertmanager import AlertmanagerServer, WebhookReceiver
+from infra.ports import free_port
 from infra.waiting import wait_for
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -44,8 +46,8 @@ def oom_kill(service_name: str) -> dict:
                        "service_name": service_name, "node": "node-1"}}
 
 
-def post(service: Service, event: dict) -> dict:
-    answer = httpx.post(f"{service.url}/api/v1/events", json={"events": [event]}, timeout=30)
+def post(url: str, event: dict) -> dict:
+    answer = httpx.post(f"{url}/api/v1/events", json={"events": [event]}, timeout=30)
     assert answer.status_code == 200, answer.text
     return answer.json()
 
@@ -57,8 +59,8 @@ def incident_id(cluster: Cluster, service_name: str) -> int:
     return incident["id"]
 
 
-def metric(service: Service, name: str, **labels: str) -> float:
-    text = httpx.get(f"{service.url}/metrics", timeout=10).text
+def metric(url: str, name: str, **labels: str) -> float:
+    text = httpx.get(f"{url}/metrics", timeout=10).text
     return sum(s.value for family in text_string_to_metric_families(text) for s in family.samples
                if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()))
 
@@ -75,7 +77,7 @@ def test_an_oom_kill_reaches_alertmanager_and_its_webhook_once(cluster: Cluster,
                                                               alertmanager: AlertmanagerServer):
     service_name = f"leaky-{uuid.uuid4().hex[:6]}"
     event = oom_kill(service_name)
-    assert post(ingester, event) == {"recorded": 1, "duplicates": 0}
+    assert post(ingester.url, event) == {"recorded": 1, "duplicates": 0}
 
     [alert] = wait_for(lambda: alerts_of(alertmanager, service_name), 30, "the alert in Alertmanager",
                        ingester.log_path)
@@ -92,11 +94,11 @@ def test_an_oom_kill_reaches_alertmanager_and_its_webhook_once(cluster: Cluster,
                           alertmanager.log_path)
     assert notified["annotations"]["permalink"] == permalink and notified["status"] == "firing"
 
-    assert post(ingester, event) == {"recorded": 0, "duplicates": 1}
+    assert post(ingester.url, event) == {"recorded": 0, "duplicates": 1}
     time.sleep(3)  # group_interval is 1 s: a second alert would have been notified by now
     assert len(delivered(alertmanager, service_name)) == 1 and len(alerts_of(alertmanager, service_name)) == 1
-    assert metric(ingester, "flamewatch_alertmanager_notifications_total", result="sent") == 1
-    assert metric(ingester, "flamewatch_incidents_total", kind="oom_kill", service_name=service_name) == 1
+    assert metric(ingester.url, "flamewatch_alertmanager_notifications_total", result="sent") == 1
+    assert metric(ingester.url, "flamewatch_incidents_total", kind="oom_kill", service_name=service_name) == 1
 
 
 def test_with_alertmanager_down_the_event_is_recorded_and_alerted_once_it_is_back(
@@ -104,9 +106,9 @@ def test_with_alertmanager_down_the_event_is_recorded_and_alerted_once_it_is_bac
     alertmanager.stop()
     service_name = f"leaky-{uuid.uuid4().hex[:6]}"
     started = time.monotonic()
-    assert post(ingester, oom_kill(service_name)) == {"recorded": 1, "duplicates": 0}
+    assert post(ingester.url, oom_kill(service_name)) == {"recorded": 1, "duplicates": 0}
     assert time.monotonic() - started < 5  # recording never waits for Alertmanager
-    wait_for(lambda: metric(ingester, "flamewatch_alertmanager_notifications_total", result="retried") >= 1, 30,
+    wait_for(lambda: metric(ingester.url, "flamewatch_alertmanager_notifications_total", result="retried") >= 1, 30,
              "a failed attempt", ingester.log_path)
     assert "cannot be reached" in ingester.log_text()
 
@@ -114,7 +116,30 @@ def test_with_alertmanager_down_the_event_is_recorded_and_alerted_once_it_is_bac
     [alert] = wait_for(lambda: alerts_of(alertmanager, service_name), 60, "the retried alert", ingester.log_path)
     assert alert["labels"]["incident"] == str(incident_id(cluster, service_name))
     wait_for(lambda: delivered(alertmanager, service_name), 30, "the webhook's notification", alertmanager.log_path)
-    assert metric(ingester, "flamewatch_alertmanager_notifications_total", result="sent") == 1
+    assert metric(ingester.url, "flamewatch_alertmanager_notifications_total", result="sent") == 1
+
+
+def test_flamewatch_all_links_its_alerts_to_its_own_address(embedded_workdir: Path,
+                                                            alertmanager: AlertmanagerServer):
+    http_port, grpc_port = free_port(), free_port()
+    config = embedded_workdir / "flamewatch.yaml"
+    config.write_text("scrape_configs: []\n")
+    log = embedded_workdir / "all.log"
+    process = start_all(embedded_workdir, config, http_port, grpc_port, "--alertmanager.url", alertmanager.url)
+    try:
+        url = f"http://127.0.0.1:{http_port}"
+        wait_for(lambda: httpx.get(f"{url}/readyz").status_code == 200, 60, "flamewatch all", log,
+                 process)
+        post(url, oom_kill("leaky-all"))
+        [alert] = wait_for(lambda: alerts_of(alertmanager, "leaky-all"), 30, "the alert", log)
+        incident = alert["labels"]["incident"]
+        assert alert["annotations"]["permalink"] == (f"http://localhost:{http_port}/?view=incidents&incident="
+                                                     f"{incident}&tenant={DEFAULT_TENANT}")
+        assert metric(url, "flamewatch_incidents_total", kind="oom_kill", service_name="leaky-all") == 1
+        assert stop(process) == 0, log.read_text()
+    finally:
+        if process.poll() is None:
+            process.kill()
 
 
 def test_the_readme_route_loads_in_alertmanager_and_takes_flamewatchs_alerts(tmp_path: Path):

@@ -163,8 +163,11 @@ class _Queue:
         self._stopping.set()
 
     def join(self) -> None:
+        """Wait for the worker's last try; one still stuck in a POST is left behind (a daemon thread),
+        so a stop never waits longer than `STOP_FLUSH_S` plus the POST under way."""
         self._thread.join(STOP_FLUSH_S + self._config.timeout_s)
-        self._client.close()
+        if not self._thread.is_alive():
+            self._client.close()
 
     def _run(self) -> None:
         while not self._stopping.is_set():
@@ -198,9 +201,8 @@ class _Queue:
             live = [a for a in batch if _ends_s(a) > now]
             NOTIFICATIONS.labels("expired").inc(len(batch) - len(live))
             batch = live
-            if self._stopping.is_set() and batch:
-                if not self._post(batch, final=True):
-                    NOTIFICATIONS.labels("expired").inc(len(batch))
+            if self._stopping.is_set():  # it has just failed: no last try, which would double the wait
+                NOTIFICATIONS.labels("expired").inc(len(batch))
                 return
 
     def _post(self, batch: list[dict], final: bool = False) -> bool:

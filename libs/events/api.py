@@ -55,8 +55,15 @@ class Recorder:
             INCIDENTS.labels(event.kind, event.labels.get("service_name", "")).inc()
             log.info("recorded %s of %s at %d (tenant %s)", event.kind, event.labels, event.time_ns, tenant)
         if new and self._notify is not None:
-            await asyncio.to_thread(self._notify, tenant, new)
+            await asyncio.to_thread(self._notified, tenant, new)
         return len(new), len(keyed) - len(new)
+
+    def _notified(self, tenant: str, new: list[Recorded]) -> None:
+        """The events are recorded whatever becomes of the notification."""
+        try:
+            self._notify(tenant, new)
+        except Exception:
+            log.exception("could not pass %d new events of tenant %s on to be notified", len(new), tenant)
 
 
 class EventBody(BaseModel):

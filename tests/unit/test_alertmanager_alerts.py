@@ -157,3 +157,18 @@ def test_at_stop_what_is_queued_is_sent_once_more():
     sender("t", [recorded()])
     sender.close()
     assert len(received) == 1
+
+
+def test_a_notify_that_fails_never_fails_the_recording(monkeypatch: pytest.MonkeyPatch, caplog):
+    import asyncio
+
+    from flamewatch.events import api
+
+    monkeypatch.setattr(api, "record", lambda db, tenant, events, now: [Recorded(1, events[0], now)])
+
+    def broken(tenant, new):
+        raise RuntimeError("a bug in the sender")
+
+    event = Event("oom_kill", time.time_ns(), {"service_name": "api"})
+    assert asyncio.run(api.Recorder(None, notify=broken).record("t", [event])) == (1, 0)
+    assert "could not pass 1 new events of tenant t on to be notified" in caplog.text

@@ -9,7 +9,8 @@ function and per measure:
   total), with its 95 % interval (Welch's, from the two sides' variances);
 - the significance: a two-sided Mann-Whitney U test of the two sides' shares (a rank test, so a few
   outlying profiles do not decide it), and the p-values of every test made, self and total of every
-  function compared, adjusted for the false discovery rate (Benjamini-Hochberg, `scipy.stats`);
+  function compared, adjusted for the false discovery rate (Benjamini-Hochberg, `scipy.stats`); a
+  measure equal in every profile (no self time at all; the total of `main`) is not a test and not counted;
 - a change is significant when its adjusted p-value is below `alpha` and both sides have at least
   `min_profiles` profiles; otherwise the data cannot tell and the change says so.
 
@@ -100,20 +101,26 @@ def compare(names: np.ndarray, a_self: np.ndarray, a_total: np.ndarray, b_self: 
         notes.append(f"only the {settings.max_functions} largest functions were compared")
     testable = min(na, nb) >= settings.min_profiles
     measures = {}
-    p_values = []
+    p_values, varies = [], []
     for name, (a, b) in {"self": (a_self[:, keep], b_self[:, keep]),
                          "total": (a_total[:, keep], b_total[:, keep])}.items():
         change, low, high = _welch_interval(a, b)
-        if testable and len(keep):
+        both = np.concatenate([a, b])
+        # A measure equal in every profile (0 self time, 100 % total of main) is no hypothesis: left out of
+        # the tests and of the correction, so it does not water the others down.
+        varying = (both.max(axis=0) > both.min(axis=0)) if len(both) else np.zeros(len(keep), bool)
+        p = np.ones(len(keep))
+        if testable and varying.any():
             with np.errstate(invalid="ignore", divide="ignore"):
-                p = stats.mannwhitneyu(b, a, alternative="two-sided", axis=0, method="asymptotic").pvalue
-            p = np.where(np.isnan(p), 1.0, p)  # identical sides (all ties): nothing to tell
-        else:
-            p = np.ones(len(keep))
+                p[varying] = stats.mannwhitneyu(b[:, varying], a[:, varying], alternative="two-sided", axis=0,
+                                                method="asymptotic").pvalue
         measures[name] = (_mean(a), _mean(b), change, low, high)
-        p_values.append(p)
-    adjusted = stats.false_discovery_control(np.concatenate(p_values)) if testable and len(keep) else \
-        np.ones(2 * len(keep))
+        p_values.append(np.where(np.isnan(p), 1.0, p))
+        varies.append(varying & testable)
+    tested = np.concatenate(varies)
+    adjusted = np.ones(2 * len(keep))
+    if tested.any():
+        adjusted[tested] = stats.false_discovery_control(np.concatenate(p_values)[tested])
     adjusted = np.minimum(adjusted, 1.0).reshape(2, len(keep))
     out = []
     for j, column in enumerate(keep.tolist()):
@@ -121,7 +128,7 @@ def compare(names: np.ndarray, a_self: np.ndarray, a_total: np.ndarray, b_self: 
         for i, name in enumerate(MEASURES):
             ma, mb, change, low, high = (float(v[j]) for v in measures[name])
             q = float(adjusted[i, j])
-            per[name] = Measure(ma, mb, change, low, high, q, testable and q < settings.alpha)
+            per[name] = Measure(ma, mb, change, low, high, q, bool(varies[i][j]) and q < settings.alpha)
         out.append(FunctionChange(str(names[column]), per["self"], per["total"]))
     out.sort(key=lambda f: (-getattr(f, order).change, f.name))
     return Changes(out, (na, nb), tuple(notes))

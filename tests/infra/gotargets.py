@@ -48,10 +48,11 @@ SCRAPE_NAMES = {"cpu": "process_cpu", "heap": "memory", "allocs": "memory", "gor
                 "mutex": "mutex", "block": "block"}
 
 
-def build(name: str = "workload") -> Path:
-    """Build `tests/targets/<name>` unless its binary is newer than every source file; return the binary."""
+def build(name: str = "workload", ldflags: str = "", variant: str = "") -> Path:
+    """Build `tests/targets/<name>` unless its binary is newer than every source file; return the binary.
+    A `variant` is a build of its own (`<name>-<variant>`) with `ldflags`, e.g. "-X main.extraPercent=20"."""
     source = TARGETS_SOURCE_DIR / name
-    binary = TARGETS_BINARY_DIR / name
+    binary = TARGETS_BINARY_DIR / (f"{name}-{variant}" if variant else name)
     if binary.is_file() and binary.stat().st_mtime >= _newest_mtime(source):
         return binary
     go = shutil.which("go")
@@ -59,7 +60,8 @@ def build(name: str = "workload") -> Path:
         raise FileNotFoundError("the Go toolchain (`go`) is not on PATH")
     TARGETS_BINARY_DIR.mkdir(parents=True, exist_ok=True)
     partial = binary.with_name(f".{name}.{os.getpid()}.partial")
-    result = subprocess.run([go, "build", "-o", str(partial), "."], cwd=source,
+    flags = ["-ldflags", ldflags] if ldflags else []
+    result = subprocess.run([go, "build", *flags, "-o", str(partial), "."], cwd=source,
                             capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
     if result.returncode != 0:
         raise RuntimeError(f"go build in {source} failed:\n{result.stderr}")

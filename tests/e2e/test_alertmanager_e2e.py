@@ -119,6 +119,22 @@ def test_with_alertmanager_down_the_event_is_recorded_and_alerted_once_it_is_bac
     assert metric(ingester.url, "flamewatch_alertmanager_notifications_total", result="sent") == 1
 
 
+def test_an_alertmanager_that_asks_for_basic_auth_gets_the_credentials_of_the_url(cluster: Cluster, tmp_path: Path):
+    with WebhookReceiver() as receiver, AlertmanagerServer(tmp_path, receiver,
+                                                           basic_auth=("flamewatch", "s3cret-pass")) as server:
+        assert httpx.get(f"{server.url}/api/v2/alerts", timeout=10).status_code == 401
+        url = server.url.replace("http://", "http://flamewatch:s3cret-pass@")
+        ingester = cluster.add_ingester("alerting-basic-auth", "--alertmanager.url", url)
+        try:
+            post(ingester.url, oom_kill("leaky-auth"))
+            [alert] = wait_for(lambda: alerts_of(server, "leaky-auth"), 30, "the alert", ingester.log_path)
+            assert "permalink" not in alert["annotations"]  # an ingester has no UI address of its own
+            assert "s3cret-pass" not in ingester.log_text() and "flamewatch:xxxxx@" in ingester.log_text()
+        finally:
+            cluster.extra.pop("alerting-basic-auth")
+            assert ingester.stop() == 0, ingester.log_text()
+
+
 def test_flamewatch_all_links_its_alerts_to_its_own_address(embedded_workdir: Path,
                                                             alertmanager: AlertmanagerServer):
     http_port, grpc_port = free_port(), free_port()

@@ -15,11 +15,12 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import bcrypt
 import httpx
 
 from . import CACHE_DIR
 from .ports import free_port
-from .waiting import answers, terminate, wait_for
+from .waiting import terminate, wait_for
 
 ALERTMANAGER = CACHE_DIR / "bin" / "alertmanager"
 START_TIMEOUT_S = 30.0
@@ -77,8 +78,10 @@ def config(webhook_url: str, group_wait: str = "200ms") -> str:
 class AlertmanagerServer:
     """One Alertmanager on 127.0.0.1 that notifies `receiver`."""
 
-    def __init__(self, workdir: Path, receiver: WebhookReceiver, config_text: str | None = None) -> None:
-        """`config_text`: a configuration of the test's own instead of the route to `receiver`."""
+    def __init__(self, workdir: Path, receiver: WebhookReceiver, config_text: str | None = None,
+                 basic_auth: tuple[str, str] | None = None) -> None:
+        """`config_text`: a configuration of the test's own instead of the route to `receiver`;
+        `basic_auth`: (user, password) it asks of every request (its `--web.config.file`)."""
         self.binary = binary()
         self.receiver = receiver
         self.workdir = workdir
@@ -89,6 +92,12 @@ class AlertmanagerServer:
         self.config_path = workdir / "alertmanager.yml"
         self.config_path.write_text(config_text or config(receiver.url))
         self._process: subprocess.Popen | None = None
+        self.auth = basic_auth
+        self._web_config = workdir / "web.yml" if basic_auth else None
+        if basic_auth and self._web_config:
+            user, password = basic_auth
+            hashed = bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=4)).decode()
+            self._web_config.write_text(json.dumps({"basic_auth_users": {user: hashed}}))
 
     def start(self) -> None:
         if self._process is not None and self._process.poll() is None:
@@ -97,10 +106,14 @@ class AlertmanagerServer:
         with self.log_path.open("ab") as log:
             self._process = subprocess.Popen(
                 [str(self.binary), f"--config.file={self.config_path}", f"--storage.path={self.workdir / 'data'}",
-                 f"--web.listen-address=127.0.0.1:{self.port}", "--cluster.listen-address=", "--log.level=debug"],
+                 f"--web.listen-address=127.0.0.1:{self.port}", "--cluster.listen-address=", "--log.level=debug",
+                 *([f"--web.config.file={self._web_config}"] if self._web_config else [])],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
-        wait_for(lambda: answers(f"{self.url}/-/ready"), START_TIMEOUT_S, "Alertmanager to be ready", self.log_path,
-                 self._process, interval_s=0.1)
+        wait_for(self._ready, START_TIMEOUT_S, "Alertmanager to be ready", self.log_path, self._process,
+                 interval_s=0.1)
+
+    def _ready(self) -> bool:
+        return httpx.get(f"{self.url}/-/ready", auth=self.auth, timeout=1).status_code == 200
 
     def stop(self) -> None:
         process, self._process = self._process, None
@@ -109,7 +122,7 @@ class AlertmanagerServer:
 
     def alerts(self, **filters: str) -> list[dict]:
         """`GET /api/v2/alerts` (filters such as `filter='alertname="X"'`)."""
-        response = httpx.get(f"{self.url}/api/v2/alerts", params=filters, timeout=10)
+        response = httpx.get(f"{self.url}/api/v2/alerts", params=filters, auth=self.auth, timeout=10)
         response.raise_for_status()
         return response.json()
 

@@ -172,3 +172,13 @@ def test_a_notify_that_fails_never_fails_the_recording(monkeypatch: pytest.Monke
     event = Event("oom_kill", time.time_ns(), {"service_name": "api"})
     assert asyncio.run(api.Recorder(None, notify=broken).record("t", [event])) == (1, 0)
     assert "could not pass 1 new events of tenant t on to be notified" in caplog.text
+
+
+def test_a_bearer_token_goes_with_every_post():
+    seen = []
+    sender = AlertSender(AlertingConfig(("http://am:9093",), bearer_token="t0ken"),
+                         transport=httpx.MockTransport(lambda r: seen.append(r.headers["Authorization"])
+                                                       or httpx.Response(200)))
+    sender("t", [recorded()])
+    sender.close()
+    assert seen == ["Bearer t0ken"]

@@ -27,6 +27,7 @@ def add_parser(sub) -> None:
     p.add("--max-nodes", "default largest number of nodes in a flamegraph, top table or tree", type=int,
           default=QuerierConfig.default_max_nodes)
     flags.query_limit_flags(p)
+    flags.rules_flag(p)
     symbolizer_address_flag(p)
     flags.storage_flags(p)
     alerting_flags(p)
@@ -50,8 +51,10 @@ def run_querier(args: argparse.Namespace) -> int:
         listeners = listen(args, stack, config.http_address, config.grpc_address)
         store, db = open_storage(stack, flags.storage_config(args))
         notify = alert_sender(stack, alerting)
-        querier = assemble.assemble(stack, config, store, db, args.symbolizer_address)
-        await serve(args, listeners, combine(querier, events.assemble(db, notify)),
+        recording = events.assemble(db, notify)
+        querier = assemble.assemble(stack, config, store, db, args.symbolizer_address, args.rules_file,
+                                    recording.parts["recorder"].record)
+        await serve(args, listeners, combine(querier, recording),
                     ready=storage_readiness(store, db))
 
     return run(main)

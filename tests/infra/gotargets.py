@@ -76,17 +76,21 @@ def _newest_mtime(directory: Path) -> float:
 class GoTarget:
     """One running target program; `addr` is "127.0.0.1:PORT" once `start()` returns."""
 
-    def __init__(self, binary: Path, log_path: Path) -> None:
+    def __init__(self, binary: Path, log_path: Path, args: tuple[str, ...] = (),
+                 env: dict[str, str] | None = None) -> None:
         self.binary = binary
         self.log_path = log_path
+        self.args, self.env = args, env  # the program's own flags (leaky's -rate, -limit), extra environment
         self.addr = ""
         self._process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
         # The program exits when its stdin closes, which happens when this process dies unexpectedly.
-        command = [str(self.binary), "-addr", "127.0.0.1:0", "-exit-on-stdin-close"]
+        command = [str(self.binary), "-addr", "127.0.0.1:0", "-exit-on-stdin-close", *self.args]
+        env = {**os.environ, **self.env} if self.env else None
         with self.log_path.open("wb") as log:
-            self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT)
+            self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
+                                             env=env)
         try:
             self.addr = self._wait_for_address()
             self._wait_until_serving()

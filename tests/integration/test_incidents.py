@@ -20,6 +20,7 @@ from flamewatch.querier.config import QuerierConfig
 from flamewatch.querier.engine import Querier
 from flamewatch.querier.incidents import CPU, HEAP_INUSE, Incidents, annotation_json, incident_json
 from flamewatch.querier.paths import PathIndex
+from flamewatch.rpc.errors import NotFoundError
 from flamewatch.storage.objstore import FilesystemConfig, ObjectStore, open_object_store
 
 pytestmark = [pytest.mark.postgres, pytest.mark.go]
@@ -110,6 +111,15 @@ def test_tenants_and_selectors_keep_incidents_apart(db, store, stored):
         ["api-other"]
     assert Incidents(db).list(TENANT, stored, stored + 120 * S, selector='{pod="api-7d9f"}') == []
     assert len(Incidents(db).list("team-b", stored, stored + 120 * S, selector='{pod=~"api-.*"}')) == 1
+
+
+def test_one_incident_by_its_id_as_its_permalink_names_it_and_only_in_its_tenant(db, store, stored):
+    record(db, [Event("oom_kill", stored + 65 * S, POD, exit_code=137)])
+    [listed] = Incidents(db).list(TENANT, stored, stored + 120 * S)
+    one = Incidents(db).get(TENANT, listed.recorded.id)
+    assert incident_json(one) == incident_json(listed)
+    with pytest.raises(NotFoundError, match=f"no incident {listed.recorded.id} in tenant 'team-b'"):
+        Incidents(db).get("team-b", listed.recorded.id)
 
 
 @pytest.mark.parametrize(("event", "problem"), [

@@ -1,10 +1,11 @@
 """Incidents as Prometheus Alertmanager alerts: each newly recorded event is posted to every configured
 Alertmanager's v2 API (`POST /api/v2/alerts`, a JSON list of alerts).
 
-`alert` is the shape, a plain function: labels `alertname` (`FlamewatchOOMKill`, `FlamewatchRestart`),
-`severity`, `kind`, `tenant`, `incident` (its id, so two kills of one container are two alerts) and the
-event's own labels (namespace, pod, container, service_name, node...; one that collides with ours keeps
-its value as `exported_<name>`, as Prometheus does); annotations `summary`, `description` and `permalink`
+`alert` is the shape, a plain function: labels `alertname` (`FlamewatchOOMKill`, `FlamewatchRestart`,
+`FlamewatchRegression`), `severity` (by kind, unless the event has its own, as a rule's labels may give),
+`kind`, `tenant`, `incident` (its id, so two kills of one container are two alerts) and the event's own
+labels (namespace, pod, container, service_name, node...; one that collides with ours keeps its value as
+`exported_<name>`, as Prometheus does); annotations `summary`, `description` and `permalink`
 (the UI's Incidents view of it, with its tenant); `startsAt` the event's time, `endsAt` the resolve
 timeout after it was recorded (a kill is a point event: nothing will ever say it "resolved"), and
 `generatorURL` the permalink.
@@ -31,7 +32,7 @@ import httpx
 from prometheus_client import Counter
 
 from flamewatch.events.alertconfig import AlertingConfig, redacted
-from flamewatch.events.model import OOM_KILL, RESTART, incident_path
+from flamewatch.events.model import OOM_KILL, REGRESSION, RESTART, incident_path
 from flamewatch.events.store import Recorded
 from flamewatch.ratelimitedlog import RateLimitedLog
 
@@ -41,19 +42,18 @@ NOTIFICATIONS = Counter("flamewatch_alertmanager_notifications", "Incident alert
                         "became of them: sent, retried (a failed POST, tried again), dropped (queue full), "
                         "rejected (Alertmanager answered 4xx), expired (not sent before its endsAt or the stop)",
                         ["result"])
-ALERTNAMES = {OOM_KILL: "FlamewatchOOMKill", RESTART: "FlamewatchRestart"}
-SEVERITIES = {OOM_KILL: "warning", RESTART: "info"}
-WHAT = {OOM_KILL: "OOM kill", RESTART: "restart with an error"}
-OWN_LABELS = ("alertname", "severity", "kind", "tenant", "incident")
+ALERTNAMES = {OOM_KILL: "FlamewatchOOMKill", RESTART: "FlamewatchRestart", REGRESSION: "FlamewatchRegression"}
+SEVERITIES = {OOM_KILL: "warning", RESTART: "info", REGRESSION: "info"}  # an event's own `severity` wins
+WHAT = {OOM_KILL: "OOM kill", RESTART: "restart with an error", REGRESSION: "regression"}
 STOP_FLUSH_S = 5.0  # at stop, one last try for what is queued, at most this long
 
 
 def alert(tenant: str, recorded: Recorded, config: AlertingConfig) -> dict:
     """The Alertmanager v2 alert of one recorded event (see the module docstring)."""
     event = recorded.event
-    own = {"alertname": ALERTNAMES[event.kind], "severity": SEVERITIES[event.kind], "kind": event.kind,
-           "tenant": tenant, "incident": str(recorded.id)}
-    labels = {(f"exported_{k}" if k in own else k): v for k, v in event.labels.items()}
+    own = {"alertname": ALERTNAMES[event.kind], "kind": event.kind, "tenant": tenant, "incident": str(recorded.id)}
+    labels = {"severity": SEVERITIES[event.kind],
+              **{(f"exported_{k}" if k in own else k): v for k, v in event.labels.items()}}
     permalink = f"{config.external_url}{incident_path(recorded.id, tenant)}" if config.external_url else ""
     ends_ns = max(event.time_ns, recorded.recorded_ns) + int(config.resolve_timeout_s * 1e9)
     out = {"labels": {**labels, **own},
@@ -68,6 +68,8 @@ def summary(event) -> str:
 
 
 def description(event) -> str:
+    if event.kind == REGRESSION:  # the rule's message names the label values and the largest change
+        return f"{event.message}. The permalink opens the comparison."
     facts = [f"exit code {event.exit_code}"]
     if event.memory_limit_bytes:
         facts.append(f"memory limit {_bytes(event.memory_limit_bytes)}")

@@ -164,9 +164,9 @@ def test_the_readme_route_loads_in_alertmanager_and_takes_flamewatchs_alerts(tmp
     with WebhookReceiver() as receiver, AlertmanagerServer(tmp_path, receiver, config_text=text) as server:
         ends = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 600))
         alerts = [{"labels": {"alertname": name, "service_name": "api"}, "endsAt": ends}
-                  for name in ("FlamewatchOOMKill", "FlamewatchRestart", "KubePodCrashLooping")]
+                  for name in ("FlamewatchOOMKill", "FlamewatchRestart", "FlamewatchRegression", "KubePodCrashLooping")]
         assert httpx.post(f"{server.url}/api/v2/alerts", json=alerts, timeout=10).status_code == 200
         routed = wait_for(lambda: {a["labels"]["alertname"]: [r["name"] for r in a["receivers"]]
                                    for a in server.alerts()}, 10, "the alerts", server.log_path)
-    assert routed == {"FlamewatchOOMKill": ["memory-oncall"], "FlamewatchRestart": ["memory-oncall"],
-                      "KubePodCrashLooping": ["default"]}
+    assert routed == {"FlamewatchOOMKill": ["oncall"], "FlamewatchRestart": ["oncall"],
+                      "FlamewatchRegression": ["oncall"], "KubePodCrashLooping": ["default"]}

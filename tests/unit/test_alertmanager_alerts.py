@@ -50,10 +50,21 @@ def test_a_restart_is_an_info_alert_named_after_its_service():
     assert a["annotations"]["summary"] == "Restart with an error of batch"
 
 
-def test_event_labels_named_like_ours_are_kept_as_exported():
-    a = alert("t", recorded(labels={"service_name": "x", "severity": "high", "tenant": "other"}), CONFIG)
-    assert a["labels"]["severity"] == "warning" and a["labels"]["exported_severity"] == "high"
+def test_event_labels_named_like_ours_are_kept_as_exported_but_a_severity_is_the_events():
+    a = alert("t", recorded(labels={"service_name": "x", "severity": "critical", "tenant": "other"}), CONFIG)
+    assert a["labels"]["severity"] == "critical" and "exported_severity" not in a["labels"]
     assert a["labels"]["tenant"] == "t" and a["labels"]["exported_tenant"] == "other"
+
+
+def test_a_regression_is_alerted_with_the_rules_message():
+    event = Event("regression", KILL_AT, {"service_name": "api", "version": "v1.5"},
+                  message="version v1.5 against v1.4: main.hash +20.00% of the total").keyed()
+    a = alert("t", Recorded(9, event, KILL_AT), CONFIG)
+    assert (a["labels"]["alertname"], a["labels"]["severity"], a["labels"]["version"]) == (
+        "FlamewatchRegression", "info", "v1.5")
+    assert a["annotations"]["summary"] == "Regression of api"
+    assert a["annotations"]["description"] == ("version v1.5 against v1.4: main.hash +20.00% of the total. "
+                                               "The permalink opens the comparison.")
 
 
 def test_without_an_external_url_there_is_no_permalink():

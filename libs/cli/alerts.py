@@ -18,7 +18,7 @@ log = logging.getLogger("flamewatch")
 def alerting_flags(p: Parser, external_url_default: str = "") -> None:
     p.add("--alertmanager.url", "send each new incident (OOM kill, restart with an error) as an alert to this "
           "Alertmanager, e.g. http://alertmanager:9093 (http://user:password@... for basic auth); repeat the "
-          "flag or separate URLs with commas for several", dest="alertmanager_urls", action="append", default=[])
+          "flag or separate URLs with commas for several", dest="alertmanager_urls", action=_Repeated, default=[])
     p.add("--alertmanager.bearer-token-file", "send this file's token as 'Authorization: Bearer' to the "
           "Alertmanagers", dest="alertmanager_bearer_token_file", default=None)
     p.add("--alertmanager.resolve-timeout", "an incident's alert resolves by itself this long after it was "
@@ -29,6 +29,15 @@ def alerting_flags(p: Parser, external_url_default: str = "") -> None:
                                                      if external_url_default else
                                                      "; without it alerts carry no permalink"),
           dest="external_url", default="")
+
+
+class _Repeated(argparse.Action):
+    """A repeatable flag whose flags replace what the environment gave (one comma-separated string)
+    instead of adding to it, as every other flag overrides its variable."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        current = getattr(namespace, self.dest, None)
+        setattr(namespace, self.dest, [*([] if isinstance(current, str) else current or []), values])
 
 
 def alerting_config(args: argparse.Namespace, own_url: str = "") -> AlertingConfig:

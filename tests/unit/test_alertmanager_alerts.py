@@ -193,3 +193,24 @@ def test_a_bearer_token_goes_with_every_post():
     sender("t", [recorded()])
     sender.close()
     assert seen == ["Bearer t0ken"]
+
+
+@pytest.mark.parametrize(("env", "argv", "urls"), [
+    (None, ["--alertmanager.url", "http://a:9093", "--alertmanager.url", "http://b:9093,http://c:9093"],
+     ("http://a:9093", "http://b:9093", "http://c:9093")),
+    ("http://a:9093,http://b:9093", [], ("http://a:9093", "http://b:9093")),
+    ("http://a:9093", ["--alertmanager.url", "http://b:9093"], ("http://b:9093",)),  # the flag wins
+    (None, [], ()),
+])
+def test_alertmanager_urls_from_flags_and_the_environment(monkeypatch: pytest.MonkeyPatch, env, argv, urls):
+    from flamewatch import cli
+    from flamewatch.cli.alerts import alerting_config
+
+    monkeypatch.delenv("FLAMEWATCH_ALERTMANAGER_URL", raising=False)
+    if env:
+        monkeypatch.setenv("FLAMEWATCH_ALERTMANAGER_URL", env)
+    args = cli.build_parser().parse_args(["ingester", *argv])
+    config = alerting_config(args)
+    assert (config.alertmanager_urls, config.enabled) == (urls, bool(urls))
+    assert alerting_config(cli.build_parser().parse_args(["all", *argv]), "http://localhost:8080").external_url \
+        == "http://localhost:8080"

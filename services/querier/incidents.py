@@ -9,8 +9,9 @@ For an event at time T of a program with labels L:
 - `last_heap`: its last in-use heap profile at or before T (within `LOOKBACK_NS`), and its age at T;
 - `first_heap`: its first heap profile after the run that ended had started (`started_ns`), or, when
   the start is unknown, the oldest of the lookback;
-- `inuse_growth` / `alloc_growth`: first against last, as a diff (alloc only when the program's heap
-  profiles have `alloc_space`, as Go's do);
+- `inuse_growth`: first against last heap, as a diff; `alloc_growth`: what was allocated in the run's
+  first minute against its last minute (only when the program's heap profiles have `alloc_space`, as
+  Go's do; allocations are stored per scrape, so one profile alone may hold none);
 - `cpu_before`: its CPU over the `CPU_WINDOW_NS` before T, when it has CPU profiles.
 
 What cannot be linked is said in `notes`. Nothing is copied: the links are queries over the stored
@@ -50,6 +51,7 @@ HEAP_ALLOC = "memory:alloc_space:bytes:space:bytes"
 CPU = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
 LOOKBACK_NS = 24 * 3600 * 10**9
 CPU_WINDOW_NS = 5 * 60 * 10**9
+ALLOC_WINDOW_NS = 60 * 10**9
 KUBERNETES_IDENTITY = ("namespace", "pod", "container")
 MAX_LIMIT = 5000
 
@@ -172,7 +174,12 @@ class Incidents:
         last_link, first_link = _single(HEAP_INUSE, selector, last), _single(HEAP_INUSE, selector, first)
         alloc = None
         if len(self._times(tenant, HEAP_ALLOC, matchers, first, last)):
-            alloc = DiffLink(_single(HEAP_ALLOC, selector, first), _single(HEAP_ALLOC, selector, last))
+            # Allocations are kept per scrape (deltas), and a Go heap profile changes only at a collection:
+            # one profile's allocations may be nothing. So the allocations of the run's first minute are set
+            # against those of its last minute before the end.
+            span = min(ALLOC_WINDOW_NS, max((last - first) // 2, 1))
+            alloc = DiffLink(ProfileLink(HEAP_ALLOC + selector, first, first + span),
+                             ProfileLink(HEAP_ALLOC + selector, last - span, last))
         if first == last:
             notes.append("only one heap profile of this run: there is no growth to show")
         return Evidence(last_link, end - last, first_link,

@@ -78,9 +78,14 @@ def test_a_kill_links_the_last_heap_before_it_the_first_of_its_run_and_the_growt
     assert ev.ui_path == f"/?view=incidents&incident={incident.recorded.id}"
 
     q = querier(db, store)
-    for link in (ev.last_heap, ev.first_heap, ev.cpu_before, ev.alloc_growth.left):
+    for link in (ev.last_heap, ev.first_heap, ev.cpu_before):
         merged = q.merge(TENANT, link.query, link.start_ns, link.end_ns)
         assert merged.profiles == 1 and merged.tree is not None, link
+    # allocations: the run's first and last stretch (25 s each here, half of the 50 s run), not one profile
+    left, right = ev.alloc_growth.left, ev.alloc_growth.right
+    assert (left.start_ns, left.end_ns, right.start_ns, right.end_ns) == (
+        stored + 10 * S, stored + 35 * S, stored + 35 * S, stored + 60 * S)
+    assert q.merge(TENANT, left.query, left.start_ns, left.end_ns).profiles == 3
     as_json = incident_json(incident)
     assert as_json["evidence"]["last_heap"]["time"] == stored + 60 * S and as_json["exit_code"] == 137
     note = annotation_json(incident)

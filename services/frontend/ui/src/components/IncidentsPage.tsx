@@ -4,7 +4,6 @@
 
 import { api } from "../api/client";
 import type { Incident } from "../api/types";
-import { DOCS } from "../docs";
 import { formatAge, formatMemoryLimit, kindName, programName } from "../state/events";
 import { nsToMs } from "../state/evidence";
 import { describeRange } from "../state/time";
@@ -73,7 +72,7 @@ function NoIncidents() {
           Incidents are recorded by the collector's Kubernetes watcher (OOM kills and restarts with an error of the pods
           it discovers), by <code>flamewatch event</code> run from a supervisor or script, and by{" "}
           <code>POST /api/v1/events</code>. Each one links the heap profile from just before it.
-          See <a href={DOCS.oomKills} target="_blank" rel="noreferrer">OOM kills</a> in the README.
+          The README's section “OOM kills” says how to set each up.
         </p>
       </div>
     </Empty>

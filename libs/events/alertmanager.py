@@ -177,7 +177,10 @@ class _Queue:
                 batch = [self._queue.get(timeout=0.2)]
             except queue.Empty:
                 continue
-            self._deliver(batch + self._take(self._config.batch_size - 1))
+            try:
+                self._deliver(batch + self._take(self._config.batch_size - 1))
+            except Exception:  # a bug must not end the worker: the queue would fill and drop from then on
+                log.exception("sending alerts to Alertmanager %s failed", redacted(self._url))
         rest = self._take(self._config.queue_size)
         if rest and not self._post(rest, final=True):
             NOTIFICATIONS.labels("expired").inc(len(rest))
@@ -221,6 +224,10 @@ class _Queue:
             log.debug("sent %d alerts to Alertmanager %s", len(batch), where)
             return True
         if 400 <= response.status_code < 500 and response.status_code not in (408, 429):
+            if len(batch) > 1:  # Alertmanager refuses a whole request for one bad alert: each goes alone, once
+                for a in batch:
+                    self._post([a], final)
+                return True
             NOTIFICATIONS.labels("rejected").inc(len(batch))
             log.error("Alertmanager %s refused %d alerts (%d): %s", where, len(batch), response.status_code,
                       response.text[:500])

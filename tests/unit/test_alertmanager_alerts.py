@@ -214,3 +214,16 @@ def test_alertmanager_urls_from_flags_and_the_environment(monkeypatch: pytest.Mo
     assert (config.alertmanager_urls, config.enabled) == (urls, bool(urls))
     assert alerting_config(cli.build_parser().parse_args(["all", *argv]), "http://localhost:8080").external_url \
         == "http://localhost:8080"
+
+
+def test_one_alert_alertmanager_refuses_does_not_take_the_others_of_its_batch_with_it():
+    def handle(request: httpx.Request) -> httpx.Response:
+        bad = any("bad" in a["labels"].get("service_name", "") for a in json.loads(request.content))
+        return httpx.Response(400 if bad else 200)
+
+    before = counts()
+    sender = AlertSender(AlertingConfig(("http://am:9093",)), transport=httpx.MockTransport(handle))
+    good, bad = (alert("t", recorded(labels={"service_name": name}), CONFIG) for name in ("good", "bad"))
+    assert sender._queues[0]._post([good, bad]) is True
+    sender.close()
+    assert delta(before) == {"sent": 1, "rejected": 1}

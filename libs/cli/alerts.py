@@ -51,16 +51,30 @@ def alerting_config(args: argparse.Namespace, own_url: str = "") -> AlertingConf
                           resolve_timeout_s=args.alertmanager_resolve_timeout / 1e9, bearer_token=token)
 
 
-def alert_sender(stack: contextlib.AsyncExitStack, config: AlertingConfig):
+def alert_sender(stack: contextlib.AsyncExitStack, config: AlertingConfig, db=None):
     """The notify callback for `events.assemble` (None without Alertmanagers), stopped with the process:
-    registered before the services, so it stops after them and has the last events they recorded."""
+    registered before the services, so it stops after them and has the last events they recorded.
+    `db`: where a process with the querier's incidents looks up the last heap before each kill."""
     if not config.enabled:
         return None
     from flamewatch.events.alertmanager import AlertSender
 
-    sender = AlertSender(config)
+    sender = AlertSender(config, heap_age=last_heap_age(db) if db is not None else None)
     stack.push_async_callback(asyncio.to_thread, sender.close)
     log.info("incidents are sent as alerts to %s%s", ", ".join(redacted(u) for u in config.alertmanager_urls),
              f", with permalinks under {config.external_url}" if config.external_url else
              " without permalinks (no --web.external-url)")
     return sender
+
+
+def last_heap_age(db):
+    """How old the program's last heap profile was at the event, as the querier's incidents find it."""
+    from flamewatch.querier.incidents import Incidents
+
+    incidents = Incidents(db)
+
+    def age(tenant: str, recorded) -> float | None:
+        evidence = incidents.evidence(tenant, recorded)
+        return evidence.last_heap_age_ns / 1e9 if evidence.last_heap else None
+
+    return age

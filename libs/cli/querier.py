@@ -50,7 +50,7 @@ def run_querier(args: argparse.Namespace) -> int:
     async def main(stack: contextlib.AsyncExitStack) -> None:
         listeners = listen(args, stack, config.http_address, config.grpc_address)
         store, db = open_storage(stack, flags.storage_config(args))
-        notify = alert_sender(stack, alerting)
+        notify = alert_sender(stack, alerting, db)
         recording = events.assemble(db, notify)
         querier = assemble.assemble(stack, config, store, db, args.symbolizer_address, args.rules_file,
                                     recording.parts["recorder"].record)

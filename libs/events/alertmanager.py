@@ -10,6 +10,10 @@ labels (namespace, pod, container, service_name, node...; one that collides with
 timeout after it was recorded (a kill is a point event: nothing will ever say it "resolved"), and
 `generatorURL` the permalink.
 
+Where the process can see the stored profiles (the querier, `flamewatch all`), the sender is given
+`heap_age`, which tells how old the program's last heap profile was at the kill: the alert carries it as
+the annotation `last_heap_age` and in its description.
+
 `AlertSender` is the `Recorder`'s notify callback. Recording never waits for it and never fails because
 of it: alerts go into a bounded queue per Alertmanager, and a worker thread per Alertmanager posts them in
 batches, retrying with exponential backoff while it is down or answers 5xx, until the alert's `endsAt`
@@ -45,10 +49,11 @@ NOTIFICATIONS = Counter("flamewatch_alertmanager_notifications", "Incident alert
 ALERTNAMES = {OOM_KILL: "FlamewatchOOMKill", RESTART: "FlamewatchRestart", REGRESSION: "FlamewatchRegression"}
 SEVERITIES = {OOM_KILL: "warning", RESTART: "info", REGRESSION: "info"}  # an event's own `severity` wins
 WHAT = {OOM_KILL: "OOM kill", RESTART: "restart with an error", REGRESSION: "regression"}
+HeapAge = Callable[[str, Recorded], float | None]  # (tenant, event) -> seconds, None: no heap before it
 STOP_FLUSH_S = 5.0  # at stop, one last try for what is queued, at most this long
 
 
-def alert(tenant: str, recorded: Recorded, config: AlertingConfig) -> dict:
+def alert(tenant: str, recorded: Recorded, config: AlertingConfig, heap_age_s: float | None = None) -> dict:
     """The Alertmanager v2 alert of one recorded event (see the module docstring)."""
     event = recorded.event
     own = {"alertname": ALERTNAMES[event.kind], "kind": event.kind, "tenant": tenant, "incident": str(recorded.id)}
@@ -57,8 +62,9 @@ def alert(tenant: str, recorded: Recorded, config: AlertingConfig) -> dict:
     permalink = f"{config.external_url}{incident_path(recorded.id, tenant)}" if config.external_url else ""
     ends_ns = max(event.time_ns, recorded.recorded_ns) + int(config.resolve_timeout_s * 1e9)
     out = {"labels": {**labels, **own},
-           "annotations": {"summary": summary(event), "description": description(event),
-                           **({"permalink": permalink} if permalink else {})},
+           "annotations": {"summary": summary(event), "description": description(event, heap_age_s),
+                           **({"permalink": permalink} if permalink else {}),
+                           **({"last_heap_age": _duration(heap_age_s)} if heap_age_s is not None else {})},
            "startsAt": _rfc3339(event.time_ns), "endsAt": _rfc3339(ends_ns)}
     return {**out, "generatorURL": permalink} if permalink else out
 
@@ -67,7 +73,7 @@ def summary(event) -> str:
     return _first_upper(f"{WHAT[event.kind]} of {_program(event.labels)}")
 
 
-def description(event) -> str:
+def description(event, heap_age_s: float | None = None) -> str:
     if event.kind == REGRESSION:  # the rule's message names the label values and the largest change
         return f"{event.message}. The permalink opens the comparison."
     facts = [f"exit code {event.exit_code}"]
@@ -81,6 +87,8 @@ def description(event) -> str:
     text = f"{program} ended at {_rfc3339(event.time_ns)} ({WHAT[event.kind]}; {', '.join(facts)})."
     if event.message:
         text += f" {event.message}"
+    if heap_age_s is not None:
+        text += f" Its last heap profile was taken {_duration(heap_age_s)} before."
     return text + " The permalink opens its last heap profile before the end and the heap's growth."
 
 
@@ -121,14 +129,23 @@ class AlertSender:
     """The notify callback (`events.api.Notify`): queues each new event's alert for every Alertmanager."""
 
     def __init__(self, config: AlertingConfig, transport: httpx.BaseTransport | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
-        self._config = config
-        self._queues = [_Queue(url, config, transport, clock) for url in config.alertmanager_urls]
+                 clock: Callable[[], float] = time.time, heap_age: HeapAge | None = None) -> None:
+        self._config, self._heap_age = config, heap_age
+        self._queues = [_Queue(url, config, transport, clock, self._alert) for url in config.alertmanager_urls]
 
     def __call__(self, tenant: str, new: list[Recorded]) -> None:
-        alerts = [alert(tenant, r, self._config) for r in new if r.event.kind in ALERTNAMES]
         for q in self._queues:
-            q.put(alerts)
+            q.put([(tenant, r) for r in new if r.event.kind in ALERTNAMES])
+
+    def _alert(self, tenant: str, recorded: Recorded) -> dict:
+        """Made by the worker, so recording never waits for the look-up of the last heap."""
+        age = None
+        if self._heap_age is not None and recorded.event.kind != REGRESSION:
+            try:
+                age = self._heap_age(tenant, recorded)
+            except Exception:  # the alert goes without it
+                log.exception("could not find the last heap before incident %d", recorded.id)
+        return alert(tenant, recorded, self._config, age)
 
     def close(self) -> None:
         """Stop the workers after one last try for what is queued (at most `STOP_FLUSH_S`)."""
@@ -142,9 +159,9 @@ class _Queue:
     """One Alertmanager: a bounded queue and the thread that posts from it."""
 
     def __init__(self, url: str, config: AlertingConfig, transport: httpx.BaseTransport | None,
-                 clock: Callable[[], float]) -> None:
-        self._url, self._config, self._clock = url, config, clock
-        self._queue: queue.Queue[dict] = queue.Queue(config.queue_size)
+                 clock: Callable[[], float], make_alert: Callable[[str, Recorded], dict]) -> None:
+        self._url, self._config, self._clock, self._make_alert = url, config, clock, make_alert
+        self._queue: queue.Queue[tuple[str, Recorded]] = queue.Queue(config.queue_size)
         self._stopping = threading.Event()
         self._warn = RateLimitedLog(log)
         headers = {"Authorization": f"Bearer {config.bearer_token}"} if config.bearer_token else {}
@@ -152,14 +169,14 @@ class _Queue:
         self._thread = threading.Thread(target=self._run, name=f"alertmanager {redacted(url)}", daemon=True)
         self._thread.start()
 
-    def put(self, alerts: list[dict]) -> None:
-        for a in alerts:
+    def put(self, events: list[tuple[str, Recorded]]) -> None:
+        for item in events:
             try:
-                self._queue.put_nowait(a)
+                self._queue.put_nowait(item)
             except queue.Full:
                 NOTIFICATIONS.labels("dropped").inc()
-                self._warn.log(logging.WARNING, "full", "Alertmanager %s: %d alerts wait already, dropped %s",
-                               redacted(self._url), self._config.queue_size, a["labels"]["alertname"])
+                self._warn.log(logging.WARNING, "full", "Alertmanager %s: %d alerts wait already, dropped the "
+                               "one of incident %d", redacted(self._url), self._config.queue_size, item[1].id)
 
     def stop(self) -> None:
         self._stopping.set()
@@ -178,14 +195,17 @@ class _Queue:
             except queue.Empty:
                 continue
             try:
-                self._deliver(batch + self._take(self._config.batch_size - 1))
+                self._deliver(self._alerts(batch + self._take(self._config.batch_size - 1)))
             except Exception:  # a bug must not end the worker: the queue would fill and drop from then on
                 log.exception("sending alerts to Alertmanager %s failed", redacted(self._url))
-        rest = self._take(self._config.queue_size)
+        rest = self._alerts(self._take(self._config.queue_size))
         if rest and not self._post(rest, final=True):
             NOTIFICATIONS.labels("expired").inc(len(rest))
 
-    def _take(self, most: int) -> list[dict]:
+    def _alerts(self, events: list[tuple[str, Recorded]]) -> list[dict]:
+        return [self._make_alert(tenant, recorded) for tenant, recorded in events]
+
+    def _take(self, most: int) -> list[tuple[str, Recorded]]:
         out = []
         while len(out) < most:
             try:

@@ -3,6 +3,7 @@ shows in Alertmanager's `GET /api/v2/alerts` with its labels and the permalink t
 Alertmanager's webhook delivers it to the test's receiver; the same event again sends nothing; with
 Alertmanager down the recording still succeeds and the alert arrives once it is back. `/metrics` counts
 the incident (`flamewatch_incidents_total`) and the alert (`flamewatch_alertmanager_notifications_total`).
+`flamewatch all` links to its own address and tells the age of the last heap before the kill.
 The README's Alertmanager route loads in the real Alertmanager and takes Flamewatch's alerts, not others."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import httpx
 import pytest
 from e2e.allinone import start_all, stop
 from e2e.cluster import Cluster, Service
+from e2e.pushes import rewritten
 from infra import REPO_ROOT
 from infra.alertmanager import AlertmanagerServer, WebhookReceiver
 from infra.ports import free_port
@@ -135,8 +137,9 @@ def test_an_alertmanager_that_asks_for_basic_auth_gets_the_credentials_of_the_ur
             assert ingester.stop() == 0, ingester.log_text()
 
 
-def test_flamewatch_all_links_its_alerts_to_its_own_address(embedded_workdir: Path,
-                                                            alertmanager: AlertmanagerServer):
+@pytest.mark.go
+def test_flamewatch_all_links_its_alerts_to_its_own_address_and_tells_the_last_heaps_age(
+        embedded_workdir: Path, alertmanager: AlertmanagerServer, go_profiles: dict[str, bytes]):
     http_port, grpc_port = free_port(), free_port()
     config = embedded_workdir / "flamewatch.yaml"
     config.write_text("scrape_configs: []\n")
@@ -146,11 +149,19 @@ def test_flamewatch_all_links_its_alerts_to_its_own_address(embedded_workdir: Pa
         url = f"http://127.0.0.1:{http_port}"
         wait_for(lambda: httpx.get(f"{url}/readyz").status_code == 200, 60, "flamewatch all", log,
                  process)
-        post(url, oom_kill("leaky-all"))
+        kill = oom_kill("leaky-all")
+        heap_at = kill["time"] - 7 * 10**9
+        program = {k: v for k, v in kill["labels"].items() if k != "node"}
+        pushed = httpx.post(f"{url}/ingest", params=program, content=rewritten(go_profiles["heap"], time_ns=heap_at),
+                            timeout=30)
+        assert pushed.status_code == 200, pushed.text
+        post(url, kill)
         [alert] = wait_for(lambda: alerts_of(alertmanager, "leaky-all"), 30, "the alert", log)
         incident = alert["labels"]["incident"]
         assert alert["annotations"]["permalink"] == (f"http://localhost:{http_port}/?view=incidents&incident="
                                                      f"{incident}&tenant={DEFAULT_TENANT}")
+        assert alert["annotations"]["last_heap_age"] == "7 s"  # the querier's incidents, in the same process
+        assert "Its last heap profile was taken 7 s before." in alert["annotations"]["description"]
         assert metric(url, "flamewatch_incidents_total", kind="oom_kill", service_name="leaky-all") == 1
         assert stop(process) == 0, log.read_text()
     finally:

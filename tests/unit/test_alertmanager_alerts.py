@@ -227,3 +227,15 @@ def test_one_alert_alertmanager_refuses_does_not_take_the_others_of_its_batch_wi
     assert sender._queues[0]._post([good, bad]) is True
     sender.close()
     assert delta(before) == {"sent": 1, "rejected": 1}
+
+
+def test_where_the_last_heap_is_known_the_alert_tells_its_age():
+    ages = iter([4.2, None])
+    sender = AlertSender(CONFIG, transport=httpx.MockTransport(lambda r: httpx.Response(200)),
+                         heap_age=lambda tenant, r: next(ages))
+    with_age, without = sender._alert("t", recorded()), sender._alert("t", recorded())
+    sender.close()
+    assert with_age["annotations"]["last_heap_age"] == "4.2 s"
+    assert "Its last heap profile was taken 4.2 s before." in with_age["annotations"]["description"]
+    assert "last_heap_age" not in without["annotations"] and "last heap profile was" not in \
+        without["annotations"]["description"]

@@ -16,6 +16,8 @@ KUBERNETES_VERSION := v1.34.2
 KUBE_APISERVER := $(CACHE)/bin/kube-apiserver
 ALERTMANAGER_VERSION := v0.35.0
 ALERTMANAGER := $(CACHE)/bin/alertmanager
+PROMETHEUS_VERSION := v0.316.0
+PROMETHEUS := $(CACHE)/bin/prometheus
 ETCD := /usr/bin/etcd
 PYTEST_ARGS ?=
 FUZZ_SECONDS ?= 600
@@ -131,6 +133,13 @@ $(ALERTMANAGER):
 		-o $(CURDIR)/$(ALERTMANAGER).tmp ./cmd/alertmanager
 	@mv $(ALERTMANAGER).tmp $(ALERTMANAGER)
 
+# Prometheus, which a test has scrape the function shares recording rules serve and alert on them, built
+# from its Go module (without the builtinassets tag it has no web UI to embed; the tests use its API).
+$(PROMETHEUS):
+	@echo "make: building Prometheus $(PROMETHEUS_VERSION) from source into $(PROMETHEUS), for the rules tests (the first time takes about 15 minutes)"
+	@mkdir -p $(CACHE)/bin
+	@GOBIN=$(CURDIR)/$(CACHE)/bin GOFLAGS=-trimpath nice go install github.com/prometheus/prometheus/cmd/prometheus@$(PROMETHEUS_VERSION)
+
 # Debian's etcd, the store kube-apiserver needs in the Kubernetes tests.
 $(ETCD):
 	$(call apt_install,etcd-server,the Kubernetes tests)
@@ -156,7 +165,7 @@ run: deps
 	demo=$$!; trap 'kill $$demo 2>/dev/null' EXIT INT TERM; \
 	$(VENV)/bin/flamewatch all --config.file examples/flamewatch.yaml
 
-test: test-deps $(HELM) $(KUBE_APISERVER) $(ALERTMANAGER) $(ETCD) $(UI_BUILD) $(CHROMIUM) $(DEBUGINFOD) $(GPERFTOOLS) $(DOCKERD) \
+test: test-deps $(HELM) $(KUBE_APISERVER) $(ALERTMANAGER) $(PROMETHEUS) $(ETCD) $(UI_BUILD) $(CHROMIUM) $(DEBUGINFOD) $(GPERFTOOLS) $(DOCKERD) \
 		$(DEBOOTSTRAP) $(COMPOSE) ui-test
 	$(PY) -m pytest $(PYTEST_ARGS)
 

@@ -50,7 +50,7 @@ def running(e2e_storage: Storage, tmp_path_factory: pytest.TempPathFactory) -> I
     assert service.stop() == 0, service.log_text()
 
 
-def push_versions(url: str) -> None:
+def push_versions(url: str, service: str = "shop") -> None:
     rng = np.random.default_rng(5)
     stacks = list(PROGRAM)
     now = time.time_ns() // S * S
@@ -58,7 +58,7 @@ def push_versions(url: str) -> None:
         weights = np.array([PROGRAM[s] * (1 + (slower if s[-1] == "main.hash" else 0)) for s in stacks], float)
         for i in range(15):
             counts = rng.multinomial(int(weights.sum()), weights / weights.sum())
-            answer = httpx.post(f"{url}/ingest", params={"service_name": "shop", "version": version}, timeout=30,
+            answer = httpx.post(f"{url}/ingest", params={"service_name": service, "version": version}, timeout=30,
                                 content=stacks_pprof(dict(zip(stacks, counts.tolist())), start + i * 10 * S))
             assert answer.status_code == 200, answer.text
 
@@ -96,3 +96,22 @@ def test_a_bad_file_is_refused_on_reload_and_the_running_rules_stay(running):
     rules.write_text(RULES.replace("top: 2", "top: 1"))
     service.process.send_signal(signal.SIGHUP)
     wait_for(lambda: "rules reloaded: 1 groups, 2 rules" in service.log_text(), 30, "the reload", service.log_path)
+
+
+@pytest.mark.alertmanager
+def test_the_regression_reaches_alertmanager_with_a_permalink(e2e_storage: Storage, tmp_path: Path, alertmanager):
+    rules = tmp_path / "rules.yml"
+    rules.write_text(RULES.replace("name: releases", "name: releases-alerting"))  # its own key: the module's
+    service = Service("all", "rules-alerting-all", e2e_storage, tmp_path / "all.log",
+                      ("--rules.file", str(rules), "--alertmanager.url", alertmanager.url,
+                       "--web.external-url", "https://flamewatch.example.com"))
+    service.start()
+    try:
+        push_versions(service.url, "shop-alerting")  # other flamewatch all of this module share the store
+        [alert] = wait_for(lambda: alertmanager.alerts(filter='alertname="FlamewatchRegression"'), 90,
+                           "the regression alert in Alertmanager", service.log_path)
+        assert (alert["labels"]["service_name"], alert["labels"]["version"]) == ("shop-alerting", "1.1")
+        assert alert["annotations"]["permalink"].startswith("https://flamewatch.example.com/?view=incidents&incident=")
+        assert "main.hash" in alert["annotations"]["summary"] + alert["annotations"]["description"]
+    finally:
+        assert service.stop() == 0, service.log_text()

@@ -11,14 +11,13 @@ same collection, and no growth."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 import pytest
 from e2e.allinone import start_all, stop
 from e2e.cluster import FLAMEWATCH
-from infra import cgroups, gotargets
+from infra import cgroups, leaky
 from infra.ports import free_port
 from infra.waiting import wait_for
 
@@ -29,25 +28,12 @@ SCRAPE_S = 2
 LIMIT = 96 << 20
 RATE = 6 << 20
 LEAK = "main.leakIntoCache"
-CONFIG = """
-scrape_configs:
-  - job_name: leaky
-    scrape_interval: {interval}s
-    static_configs: [{{targets: ["{addr}"], labels: {{service_name: leaky}}}}]
-    profiling_config:
-      pprof_config:
-        memory: {{path: /debug/pprof/heap}}
-        process_cpu: {{enabled: false}}
-        goroutine: {{enabled: false}}
-        mutex: {{enabled: false}}
-        block: {{enabled: false}}
-"""
 
 
 def recording_flamewatch(workdir: Path, cgroup: Path) -> Path:
     """`flamewatch`, after writing down the cgroup's OOM-kill counter: read when the supervisor records the
     kill, while its cgroup still exists (it removes it when it stops)."""
-    counter = cgroup / ("memory.events" if cgroups.unified() else "memory.oom_control")
+    counter = cgroups.counter_file(cgroup)
     script = workdir / "flamewatch"
     script.write_text(f"#!/bin/sh\ngrep '^oom_kill ' {counter} >> {workdir / 'counter.txt'}\n"
                       f"exec {FLAMEWATCH} \"$@\"\n")
@@ -68,17 +54,14 @@ def test_a_kernel_oom_kill_becomes_an_incident_with_the_heap_from_just_before(em
     http_port, grpc_port = free_port(), free_port()
     url = f"http://127.0.0.1:{http_port}"
     config = embedded_workdir / "flamewatch.yaml"
-    config.write_text(CONFIG.format(addr=leaky_addr, interval=SCRAPE_S))
+    config.write_text(leaky.heap_config(leaky_addr, SCRAPE_S))
     log = embedded_workdir / "all.log"
-    labels = {"service_name": "leaky", "instance": leaky_addr}
     flamewatch = start_all(embedded_workdir, config, http_port, grpc_port)
     try:
         wait_for(lambda: httpx.get(url + "/readyz").status_code == 200, 90, "flamewatch all", log, flamewatch)
         supervisor = subprocess.run(
-            [sys.executable, str(cgroups.SUPERVISOR), "--name", memory_cgroup.name, "--memory-limit", str(LIMIT),
-             "--url", url, "--flamewatch", str(recording_flamewatch(embedded_workdir, memory_cgroup)),
-             "--max-restarts", "0", *[a for k, v in labels.items() for a in ("--label", f"{k}={v}")], "--",
-             str(gotargets.build("leaky")), "-addr", leaky_addr, "-rate", str(RATE)],
+            leaky.supervised(memory_cgroup.name, LIMIT, url, recording_flamewatch(embedded_workdir, memory_cgroup),
+                             leaky_addr, RATE, max_restarts=0),
             capture_output=True, text=True, timeout=120)
         assert supervisor.returncode == 0, supervisor.stderr
         assert (embedded_workdir / "counter.txt").read_text() == "oom_kill 1\n", supervisor.stderr
@@ -89,7 +72,7 @@ def test_a_kernel_oom_kill_becomes_an_incident_with_the_heap_from_just_before(em
         assert answer.status_code == 200, answer.text
         [incident] = answer.json()["incidents"]
         assert (incident["kind"], incident["exit_code"], incident["memory_limit_bytes"], incident["labels"]) == (
-            "oom_kill", 137, LIMIT, labels)
+            "oom_kill", 137, LIMIT, leaky.labels(leaky_addr))
         evidence = incident["evidence"]
         assert evidence["last_heap"] is not None, evidence["notes"]
         assert 0 <= evidence["last_heap_age_ns"] <= (SCRAPE_S + 2) * S, evidence

@@ -26,9 +26,14 @@ def memory_cgroup(name: str) -> Path:
     return ROOT / name if unified() else ROOT / "memory" / name
 
 
+def counter_file(path: Path) -> Path:
+    """The file of the cgroup at `path` that has its OOM-kill counter, a line `oom_kill N`."""
+    return path / ("memory.events" if unified() else "memory.oom_control")
+
+
 def oom_kills(path: Path) -> int:
     """The kernel's count of OOM kills in the cgroup at `path`."""
-    text = (path / ("memory.events" if unified() else "memory.oom_control")).read_text()
+    text = counter_file(path).read_text()
     return int(dict(line.split() for line in text.splitlines())["oom_kill"])
 
 

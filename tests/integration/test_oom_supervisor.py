@@ -23,7 +23,7 @@ HOG = "import itertools\nheld = [b'x' * (1 << 20) for _ in itertools.count()]"  
 
 def stand_in(tmp_path: Path, cgroup: Path) -> Path:
     """A `flamewatch` that writes its arguments and the cgroup's OOM-kill count as one line each call."""
-    counter = cgroup / ("memory.events" if cgroups.unified() else "memory.oom_control")
+    counter = cgroups.counter_file(cgroup)
     script = tmp_path / "flamewatch"
     script.write_text(f"#!/bin/sh\necho \"$* | $(grep '^oom_kill ' {counter})\" >> {tmp_path / 'events.txt'}\n"
                       "echo recorded\n")

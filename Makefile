@@ -211,7 +211,8 @@ bench-restart: test-deps
 	$(PY) bench/restart.py
 
 # What credentials and TLS cost the server in CPU per push, against plain HTTP and plain gRPC, with
-# connections kept alive and with a new connection per push (bench/security_cost.py; about 30 minutes).
+# connections kept alive and with a new connection per push, fresh servers every round, and what a new
+# connection costs alone (bench/security_cost.py; about 45 minutes on 2 cores).
 # Not niced: it measures CPU seconds, which nice hardly changes; the load average is written beside them.
 bench-security: test-deps
 	$(PY) bench/security_cost.py --profile 10

@@ -3,17 +3,15 @@ plain HTTP at the bench's push rate).
 
     .venv/bin/python bench/security_cost.py [--rounds 3] [--seconds 30] [--rate 6.4] [--profile 10]
 
-For each mode a fresh `flamewatch all` (embedded Postgres, filesystem objects, no self-scrape, no
-compaction) starts with the web configuration file of that mode (none for the plain ones), and all of
-them run side by side for the whole benchmark:
-
-    plain HTTP                    no file: POST /ingest as today
-    basic auth                    basic_auth_users (bcrypt, cost 10) and access
-    bearer token                  bearer_tokens (sha256) and access
-    HTTPS                         tls_server_config (an EC P-256 certificate of a CA made here)
-    HTTPS + basic auth            both
-    plain gRPC                    no file: IngestService.Push, one pprof per call
-    gRPC over TLS + bearer token  tls_server_config, bearer_tokens and access
+For each mode (`security_modes.py`: plain HTTP, an A/A control that is plain HTTP again on a server of
+its own, basic auth, a bearer token, HTTPS, HTTPS + basic auth, plain gRPC, gRPC over TLS + a bearer
+token) a `flamewatch all` (embedded Postgres, filesystem objects, no self-scrape, no compaction) starts
+with the web configuration file of that mode (none for the plain ones), and all of them run side by
+side for a round. Every round starts fresh servers, in a rotated order: a server process can cost a few
+percent more than another of the same mode for the whole of its life (the A/A control shows by how
+much), so a mode that kept one process for the whole benchmark carried that process's offset in every
+round; with a process per round the offset falls on another mode each round, and the median of the
+rounds' own percentages leaves most of it out.
 
 Every mode is pushed the same real Go profiles (the corpus of `corpus.py`, a CPU and an allocs pprof in
 turn, as `soak.py` pushes them: 8 services x 4 instances, dated now) at `--rate` pushes a second (6.4: the
@@ -39,10 +37,12 @@ mode of the same protocol and client, and the median of the rounds' own percenta
 checked not to be the bottleneck: pushes sent late against their schedule, the achieved rate, and the
 client's CPU (this process) as a share of a core.
 
-`--profile SECONDS` adds, after the measured rounds, a slice per mode and client during which the
-server profiles itself (`/debug/pprof/profile`, fetched with an admin token); the profiles are kept
-in `bench/results/` and summed up in the Markdown with `go tool pprof -top`. Profiled slices are not
-counted: the sampler costs CPU of its own.
+After the last round, on its servers: what a connection costs apart from a push (`connection_cost.py`:
+server CPU per request that does nothing, kept open against new per request), which is the TLS
+handshake's cost seen alone; and, with `--profile SECONDS`, a slice per mode and client during which
+the server profiles itself (`/debug/pprof/profile`, fetched with an admin token); the profiles are kept
+in `bench/results/` and summed up in the Markdown with `go tool pprof -top`. Neither is counted in the
+table: the sampler costs CPU of its own.
 
 Prints the table and writes `bench/results/<UTC time>-security.md` and `.json` with the load average.
 """
@@ -51,13 +51,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
-import hashlib
 import json
 import os
-import secrets
 import shutil
-import ssl
 import statistics
 import tempfile
 import threading
@@ -66,173 +62,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import allinone
-import bcrypt
+import connection_cost
 import grpc
 import httpx
 from corpus import KINDS, NAMES, at_time, load_or_capture
 from demo_cost import children, cpu_seconds, postmaster_pid
-from infra.certs import CertificateAuthority
 from report import RESULTS_DIR, environment, stamp
+from security_modes import CLIENTS, CONTROL, MODES, RSA_MODES, Mode, Secrets, pusher
 from whereitgoes import top
 
-from flamewatch.api.flamewatch.v1 import ingest_pb2, ingest_pb2_grpc
-
-TENANT = "bench"
-USER, TOKEN_NAME, ADMIN = "pusher", "pusher-token", "bench-admin"
-CLIENTS = ("keep-alive", "new per push")
 LATE_S = 0.05  # a push sent this much after its time counts as late: the client did not keep up
 GOAL_PERCENT = 10.0
-
-
-@dataclass(frozen=True)
-class Mode:
-    name: str
-    protocol: str  # "http" or "grpc"
-    tls: bool = False
-    credential: str | None = None  # "basic", "bearer" or None
-
-    @property
-    def baseline(self) -> str:
-        return "plain gRPC" if self.protocol == "grpc" else "plain HTTP"
-
-    @property
-    def slug(self) -> str:
-        return self.name.lower().replace(" + ", "-").replace(" ", "-")
-
-
-MODES = (Mode("plain HTTP", "http"), Mode("basic auth", "http", credential="basic"),
-         Mode("bearer token", "http", credential="bearer"), Mode("HTTPS", "http", tls=True),
-         Mode("HTTPS + basic auth", "http", tls=True, credential="basic"), Mode("plain gRPC", "grpc"),
-         Mode("gRPC over TLS + bearer token", "grpc", tls=True, credential="bearer"))
-
-
-# ------------------------------------------------------------------------------------- secrets and files
-
-
-@dataclass(frozen=True)
-class Secrets:
-    """The credentials of every mode and the CA the servers' certificate comes from, made once a run."""
-
-    directory: Path
-    password: str
-    password_hash: str
-    token: str
-    admin_token: str
-    ca: CertificateAuthority
-
-    @staticmethod
-    def create(directory: Path) -> Secrets:
-        password = secrets.token_urlsafe(16)
-        ca = CertificateAuthority.create(directory)
-        ca.issue("server")
-        return Secrets(directory, password, bcrypt.hashpw(password.encode(), bcrypt.gensalt(10)).decode(),
-                       secrets.token_urlsafe(32), secrets.token_urlsafe(32), ca)
-
-    def web_config(self, mode: Mode) -> Path | None:
-        """The mode's web configuration file; None for the plain modes (no file: Flamewatch as before)."""
-        if not mode.tls and mode.credential is None:
-            return None
-        lines = []
-        if mode.tls:
-            lines += ["tls_server_config: {cert_file: server.crt, key_file: server.key}",
-                      "client: {tls_config: {ca_file: ca.crt}}"]
-        if mode.credential is not None:  # the admin token fetches /debug/pprof in the profiled rounds
-            lines += [f"bearer_tokens: {{{ADMIN}: {_sha256(self.admin_token)}}}",
-                      f"access: {{{USER}: {{write: [{TENANT}]}}, {TOKEN_NAME}: {{write: [{TENANT}]}}, "
-                      f"{ADMIN}: {{admin: true}}}}"]
-        if mode.credential == "basic":
-            lines.append(f"basic_auth_users: {{{USER}: '{self.password_hash}'}}")
-        if mode.credential == "bearer":
-            lines[-2] = (f"bearer_tokens: {{{ADMIN}: {_sha256(self.admin_token)}, "
-                         f"{TOKEN_NAME}: {_sha256(self.token)}}}")
-        path = self.directory / f"{mode.slug}.web.yml"
-        path.write_text("\n".join(lines) + "\n")
-        return path
-
-    def ca_context(self) -> ssl.SSLContext:
-        return ssl.create_default_context(cafile=str(self.ca.cert))
-
-    def authorization(self, mode: Mode) -> str | None:
-        if mode.credential == "basic":
-            return "Basic " + _b64(f"{USER}:{self.password}")
-        if mode.credential == "bearer":
-            return f"Bearer {self.token}"
-        return None
-
-    def admin_headers(self, mode: Mode) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.admin_token}"} if mode.credential else {}
-
-
-def _sha256(token: str) -> str:
-    return "sha256:" + hashlib.sha256(token.encode()).hexdigest()
-
-
-def _b64(text: str) -> str:
-    return base64.b64encode(text.encode()).decode()
-
-
-# ------------------------------------------------------------------------------------- clients
-
-
-class HttpPusher:
-    """POST /ingest, one pprof per request, through one httpx client."""
-
-    def __init__(self, node: allinone.AllInOne, authorization: str | None, reuse: bool) -> None:
-        headers = {"X-Scope-OrgID": TENANT, **({"Authorization": authorization} if authorization else {})}
-        if not reuse:  # the server closes after its answer, and the client keeps no connection either
-            headers["Connection"] = "close"
-        limits = httpx.Limits() if reuse else httpx.Limits(max_keepalive_connections=0)
-        self._client = httpx.AsyncClient(timeout=60, headers=headers, limits=limits, verify=node.tls or True)
-        self._url = f"{node.url}/ingest"
-
-    async def push(self, labels: dict[str, str], payload: bytes) -> int:
-        answer = await self._client.post(self._url, params=labels, content=payload)
-        answer.raise_for_status()
-        return answer.json()["profiles"]
-
-    async def close(self) -> None:
-        await self._client.aclose()
-
-
-class GrpcPusher:
-    """IngestService.Push, one pprof per call: one channel, or a channel of its own per push (its own
-    subchannel pool, so no connection is shared with another channel of this process)."""
-
-    def __init__(self, node: allinone.AllInOne, ca: Path | None, authorization: str | None, reuse: bool) -> None:
-        self._address, self._reuse = node.grpc, reuse
-        self._credentials = grpc.ssl_channel_credentials(ca.read_bytes()) if ca else None
-        self._metadata = (("x-scope-orgid", TENANT),) + ((("authorization", authorization),) if authorization else ())
-        self._shared = self._channel() if reuse else None
-
-    def _channel(self) -> grpc.aio.Channel:
-        options = [("grpc.max_send_message_length", 64 << 20), ("grpc.use_local_subchannel_pool", 1)]
-        if self._credentials is None:
-            return grpc.aio.insecure_channel(self._address, options=options)
-        return grpc.aio.secure_channel(self._address, self._credentials, options=options)
-
-    async def push(self, labels: dict[str, str], payload: bytes) -> int:
-        channel = self._shared or self._channel()
-        try:
-            request = ingest_pb2.PushRequest(series=[ingest_pb2.RawProfileSeries(
-                labels=[{"name": k, "value": v} for k, v in labels.items()],
-                samples=[ingest_pb2.RawSample(raw_profile=payload)])])
-            reply = await ingest_pb2_grpc.IngestServiceStub(channel).Push(request, metadata=self._metadata,
-                                                                          timeout=60)
-            return reply.profiles
-        finally:
-            if not self._reuse:
-                await channel.close()
-
-    async def close(self) -> None:
-        if self._shared is not None:
-            await self._shared.close()
-
-
-def pusher(mode: Mode, node: allinone.AllInOne, keys: Secrets, client: str):
-    reuse = client == "keep-alive"
-    if mode.protocol == "grpc":
-        return GrpcPusher(node, keys.ca.cert if mode.tls else None, keys.authorization(mode), reuse)
-    return HttpPusher(node, keys.authorization(mode), reuse)
 
 
 # ------------------------------------------------------------------------------------- a round
@@ -434,6 +274,7 @@ def table(rows: list[Row]) -> str:
         pct, by_round = versus(row, rows), paired(row, rows)
         against = "" if pct is None else f"{pct:+.1f} % vs {row.mode.baseline} | {by_round:+.1f} %"
         met = "(baseline)" if pct is None else ("yes" if pct < GOAL_PERCENT else "NO")
+        met = "(A/A control)" if row.mode.name == CONTROL else met
         lines.append(f"| {row.mode.name} | {row.client} | {row.median:.2f} ({min(row.cpu_ms):.2f}, "
                      f"{max(row.cpu_ms):.2f}) | {against or ' | '} | {met} |")
     return "\n".join(lines)
@@ -458,7 +299,8 @@ def client_table(rows: list[Row], rate: float, idle: dict[str, list[float]]) -> 
     return "\n".join(lines)
 
 
-def markdown(name: str, args, env: dict, rows: list[Row], idle, loads: list[float], tops: dict[str, str]) -> str:
+def markdown(name: str, args, env: dict, rows: list[Row], idle, loads: list[float], tops: dict[str, str],
+             costs: list[connection_cost.Cost]) -> str:
     settings = json.dumps({k: v for k, v in vars(args).items()}, default=str)
     errors = [e for row in rows for r in row.rounds for e in r.errors][:5]
     typed = {row.mode.name: sum(r.typed for r in row.rounds) / max(1, sum(r.pushes for r in row.rounds))
@@ -472,9 +314,21 @@ def markdown(name: str, args, env: dict, rows: list[Row], idle, loads: list[floa
             f"typed profiles per push), at {args.rate:g} pushes/s for {args.seconds:g} s a round "
             f"(in slices of {args.slice:g} s, the modes taking turns), {args.rounds} rounds:\n\n"
             f"{table(rows)}\n\n## The client and the rest\n\n{client_table(rows, args.rate, idle)}\n"
+            + (f"\n## What a connection costs, apart from a push\n\n{connection_text(rows, costs)}\n" if costs else "")
             + ("\nFirst errors:\n\n" + "\n".join(f"- `{e}`" for e in errors) + "\n" if errors else "")
             + ("\n## Where the server's time goes (profiled rounds, not counted above)\n"
                + "".join(f"\n### {k}\n\n```\n{v.strip()}\n```\n" for k, v in tops.items()) if tops else ""))
+
+
+def connection_text(rows: list[Row], costs: list[connection_cost.Cost]) -> str:
+    push = {row.mode.protocol: row.median for row in rows if row.mode.name == row.mode.baseline
+            and row.client == "new per push"}
+    return (f"Server CPU per request that does nothing (HTTP: `GET {connection_cost.NOTHING}` with the mode's "
+            f"credential, answered 404; gRPC: a method the server lacks, answered UNIMPLEMENTED), sequential, "
+            f"{connection_cost.BATCH} requests a batch, the modes taking turns, median of "
+            f"{len(costs[0].new)} batches, on the last round's servers. The last column sets what a new connection "
+            "costs beyond the plain mode's against the CPU of one push of the plain mode, new connection per push "
+            f"(above):\n\n{connection_cost.table(costs, push)}")
 
 
 # ------------------------------------------------------------------------------------- main
@@ -482,22 +336,31 @@ def markdown(name: str, args, env: dict, rows: list[Row], idle, loads: list[floa
 
 @dataclass
 class Servers:
-    """Every mode's `flamewatch all`, warmed up, with its idle CPU (ms/s)."""
+    """Every mode's `flamewatch all` for one round, warmed up; its idle CPU (ms/s) is added to `idle`."""
 
     nodes: dict[str, allinone.AllInOne] = field(default_factory=dict)
-    idle: dict[str, list[float]] = field(default_factory=dict)
 
-    def start(self, modes: list[Mode], keys: Secrets, work: Path, warm, args) -> None:
+    def start(self, modes: list[Mode], keys: Secrets, work: Path, warm, args, idle: dict[str, list[float]]) -> None:
+        work.mkdir()
         for mode in modes:
             node = self.nodes[mode.name] = start(mode, keys, work, mode.slug)
             for client in CLIENTS:
                 measure(node, mode, keys, client, warm, 2 * args.rate, Round(mode.name, client, -1))
-            self.idle[mode.name] = [idle_cpu(node, args.idle)]
-            print(f"  {mode.name}: started, warmed up, idle {self.idle[mode.name][0]:.1f} ms CPU/s", flush=True)
+            idle.setdefault(mode.name, []).append(idle_cpu(node, args.idle))
+            print(f"  {mode.name}: started (pid {node.process.pid}), warmed up, idle {idle[mode.name][-1]:.1f} "
+                  "ms CPU/s", flush=True)
 
     def stop(self) -> None:
         for node in self.nodes.values():
             stop(node)
+
+
+def rotated(modes: list[Mode], number: int) -> list[Mode]:
+    """The modes in the order their servers start in round `number`: each round starts fresh servers, in
+    another order, so a server process that happens to cost more (where its memory landed, what shares
+    its core) weighs on another mode each round instead of on one mode throughout."""
+    first = number % len(modes)
+    return modes[first:] + modes[:first]
 
 
 def run_round(servers: Servers, modes: list[Mode], keys: Secrets, plan, number: int, args) -> list[Round]:
@@ -517,6 +380,24 @@ def run_round(servers: Servers, modes: list[Mode], keys: Secrets, plan, number: 
     return list(results.values())
 
 
+def connection_costs(servers: Servers, modes: list[Mode], keys: Secrets, work: Path,
+                     batches: int) -> list[connection_cost.Cost]:
+    """What a connection costs each mode's server apart from a push (`connection_cost.py`), and a server
+    with an RSA 2048 certificate of each protocol, started for this."""
+    extra = [m for m in RSA_MODES if any(o.protocol == m.protocol for o in modes)]
+    for mode in extra:
+        servers.nodes[mode.name] = start(mode, keys, work, mode.slug)
+    targets = [connection_cost.Target(
+        mode.name, mode.protocol, node.process.pid, node.grpc if mode.protocol == "grpc" else node.url,
+        tls=node.tls if mode.protocol == "http" else None, ca=keys.ca.cert if mode.tls and mode.protocol == "grpc"
+        else None, authorization=keys.authorization(mode))
+        for mode in [*modes, *extra] if mode.name != CONTROL for node in [servers.nodes[mode.name]]]
+    costs = connection_cost.measure(targets, batches)
+    for cost in costs:
+        print(f"  {cost.target.name}: a new connection costs {cost.per_connection:.3f} ms of server CPU", flush=True)
+    return costs
+
+
 def profile_modes(servers: Servers, modes: list[Mode], keys: Secrets, plan, args, name: str) -> dict[str, str]:
     tops = {}
     for mode in modes:
@@ -529,8 +410,51 @@ def profile_modes(servers: Servers, modes: list[Mode], keys: Secrets, plan, args
 
 
 def main() -> None:
+    args = parse_args()
+    modes = [m for m in MODES if args.modes is None or m.slug in args.modes or
+             any(m.name == o.baseline for o in MODES if o.slug in args.modes)]
+    name, env_start = stamp(), environment()
+    allinone.become_subreaper()
+    rounds: list[Round] = []
+    loads: list[float] = []
+    idle: dict[str, list[float]] = {}
+    tops: dict[str, str] = {}
+    costs: list[connection_cost.Cost] = []
+    with tempfile.TemporaryDirectory(prefix="flamewatch-security-") as tmp:
+        work = Path(tmp)
+        pool = load_or_capture(args.corpus, work)
+        keys = Secrets.create(work / "secrets")
+        count = round(args.rate * args.slice) * max(1, round(args.seconds / args.slice)) * args.rounds
+        plan, warm = push_plan(pool, count), push_plan(pool, args.warmup, start=count)
+        for number in range(args.rounds):
+            servers = Servers()
+            try:
+                servers.start(rotated(modes, number), keys, work / f"round-{number + 1}", warm, args, idle)
+                loads.append(os.getloadavg()[0])
+                rounds += run_round(servers, modes, keys, plan, number, args)
+                if number == args.rounds - 1:
+                    costs = connection_costs(servers, modes, keys, work / f"round-{number + 1}",
+                                             args.connection_batches)
+                    tops = profile_modes(servers, modes, keys, plan, args, name) if args.profile else {}
+            finally:
+                servers.stop()
+    env = {"start": env_start, "end": environment()}
+    rows = rows_of(modes, rounds)
+    text = markdown(name, args, env, rows, idle, loads, tops, costs)
+    print("\n" + text)
+    md = RESULTS_DIR / f"{name}-security.md"
+    md.write_text(text)
+    record = {"settings": vars(args), "environment": env, "idle_ms_per_s": idle,
+              "rounds": [asdict(r) for r in rounds],
+              "connection_cost_ms": {c.target.name: {"kept_open": c.kept_open, "new": c.new} for c in costs}}
+    md.with_suffix(".json").write_text(json.dumps(record, indent=2, default=str) + "\n")
+    print(f"written to {md}")
+
+
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=3, help="rounds: every mode and client for --seconds a round")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds: every mode and client for --seconds a round, "
+                        "each round on servers started fresh")
     parser.add_argument("--seconds", type=float, default=30.0, help="seconds of pushes per mode, client and round")
     parser.add_argument("--slice", type=float, default=10.0, help="seconds of pushes before the next mode's turn")
     parser.add_argument("--rate", type=float, default=6.4, help="pushes a second (6.4: soak.py's 32 instances, "
@@ -541,40 +465,11 @@ def main() -> None:
     parser.add_argument("--corpus", type=int, default=12, help="captured profiles of each kind to replay")
     parser.add_argument("--modes", nargs="*", default=None, choices=[m.slug for m in MODES],
                         help="only these modes (their baselines are added)")
+    parser.add_argument("--connection-batches", type=int, default=5, help=f"batches of {connection_cost.BATCH} "
+                        "requests per mode and client that measure what a connection costs (connection_cost.py)")
     parser.add_argument("--profile", type=int, default=0, metavar="SECONDS", help="after the rounds, profile the "
                         "server this long per mode and client (not counted)")
-    args = parser.parse_args()
-    modes = [m for m in MODES if args.modes is None or m.slug in args.modes or
-             any(m.name == o.baseline for o in MODES if o.slug in args.modes)]
-    name, env_start = stamp(), environment()
-    allinone.become_subreaper()
-    rounds: list[Round] = []
-    loads: list[float] = []
-    servers = Servers()
-    with tempfile.TemporaryDirectory(prefix="flamewatch-security-") as tmp:
-        work = Path(tmp)
-        pool = load_or_capture(args.corpus, work)
-        keys = Secrets.create(work / "secrets")
-        count = round(args.rate * args.slice) * max(1, round(args.seconds / args.slice)) * args.rounds
-        plan, warm = push_plan(pool, count), push_plan(pool, args.warmup, start=count)
-        try:
-            servers.start(modes, keys, work, warm, args)
-            for number in range(args.rounds):
-                loads.append(os.getloadavg()[0])
-                rounds += run_round(servers, modes, keys, plan, number, args)
-            tops = profile_modes(servers, modes, keys, plan, args, name) if args.profile else {}
-        finally:
-            servers.stop()
-    env = {"start": env_start, "end": environment()}
-    rows = rows_of(modes, rounds)
-    text = markdown(name, args, env, rows, servers.idle, loads, tops)
-    print("\n" + text)
-    md = RESULTS_DIR / f"{name}-security.md"
-    md.write_text(text)
-    record = {"settings": vars(args), "environment": env, "idle_ms_per_s": servers.idle,
-              "rounds": [asdict(r) for r in rounds]}
-    md.with_suffix(".json").write_text(json.dumps(record, indent=2, default=str) + "\n")
-    print(f"written to {md}")
+    return parser.parse_args()
 
 
 if __name__ == "__main__":

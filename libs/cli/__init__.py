@@ -9,6 +9,7 @@
     flamewatch upload     push pprof files to a running ingester
     flamewatch debuginfo upload   send ELF files with symbols or DWARF to a symbolizer
     flamewatch event      record an OOM kill or a restart seen outside Kubernetes
+    flamewatch gate       fail a CI job when profiles show something got significantly slower
     flamewatch web        make the hashes of the web configuration file
 
 Flags may also be given as environment variables: FLAMEWATCH_<FLAG>, upper-cased with dots and dashes
@@ -27,7 +28,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from flamewatch.cli import allinone, collector, event, frontend, ingester, querier, symbolizer, upload, web
+from flamewatch.cli import allinone, collector, event, frontend, gate, ingester, querier, symbolizer, upload, web
 from flamewatch.cli.flags import Parser
 from flamewatch.storage.errors import StorageError
 
@@ -40,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     for command in (ingester, querier, collector, frontend, allinone):
         command.add_parser(sub)
-    for commands in (upload, symbolizer, event, web):
+    for commands in (upload, symbolizer, event, gate, web):
         commands.add_parsers(sub)
     return parser
 

@@ -34,6 +34,7 @@ def add_parser(sub) -> None:
     p.address("--grpc-address", "gRPC listen address (IngestService, QueryService, SymbolizerService); loopback "
               "only by default, :8081 for every interface", "127.0.0.1:8081")
     flags.query_limit_flags(p)
+    flags.rules_flag(p)
     symbolizer_flags(p)
     flags.storage_flags(p)
     flags.flush_flags(p)
@@ -52,9 +53,10 @@ def routers_of_all(ingester, querier, collector, ui_dir: Path | None = DEFAULT_U
     from flamewatch.frontend.service import ui_router
     from flamewatch.ingester.assemble import routers as ingester_routers
     from flamewatch.querier.assemble import routers as querier_routers
+    from flamewatch.rpc.reload import reload_router
 
     return [*ingester_routers(ingester), events_router(Recorder(querier.db)), *querier_routers(querier),
-            *collector_routers(collector), ui_router(ui_dir)]
+            *collector_routers(collector), reload_router(lambda: None), ui_router(ui_dir)]
 
 
 def run_all(args: argparse.Namespace) -> int:
@@ -86,9 +88,11 @@ def run_all(args: argparse.Namespace) -> int:
         querier_config = QuerierConfig(cache_bytes=QuerierConfig.embedded_cache_bytes, **flags.query_limits(args))
         # Listed in the order they start; the stack stops them in reverse: the collector first (after it
         # has sent what it queued, `before_stop`), the ingester's last flush last.
-        services = combine(ingester.assemble(stack, ingester_config(args), store, db), events.assemble(db),
+        recording = events.assemble(db)
+        services = combine(ingester.assemble(stack, ingester_config(args), store, db), recording,
                            symbolizer.assemble(stack, store, symbolizer_config(args)),
-                           querier.assemble(stack, querier_config, store, db, own_grpc),
+                           querier.assemble(stack, querier_config, store, db, own_grpc, args.rules_file,
+                                            recording.parts["recorder"].record),
                            collector.assemble(stack, config, own_grpc),
                            Assembly([ui_router(DEFAULT_UI_DIR)]))
         await serve(args, listeners, services, ready=storage_readiness(store, db, flags.local_disks(storage)),

@@ -117,6 +117,13 @@ def query_limit_flags(p: Parser) -> None:
           default=QuerierConfig.query_timeout_s)
 
 
+def rules_flag(p: Parser) -> None:
+    p.add("--rules.file", "a rule file in the shape of Prometheus's: comparisons that record a regression when a "
+          "new version makes a function significantly more expensive, and recording rules that serve function "
+          "shares on /metrics (see the README's Regressions and alerts); reloaded on SIGHUP and POST /-/reload",
+          dest="rules_file", default=None)
+
+
 def query_limits(args: argparse.Namespace) -> dict:
     return {"max_matchers": args.query_max_matchers, "query_timeout_s": args.query_timeout}
 

@@ -89,16 +89,19 @@ def config_loader(path: str):
 async def serve(args: argparse.Namespace, listeners, assembly: Assembly, ready=None,
                 ready_message: str | None = None) -> None:
     """Serve the assembly's routers and servicers, plus /debug/pprof (this process), /metrics, /healthz
-    and /readyz (`ready`: the checks of what it depends on), until SIGINT/SIGTERM; SIGHUP reloads what
-    the assembly reloads."""
+    and /readyz (`ready`: the checks of what it depends on), until SIGINT/SIGTERM; SIGHUP and
+    POST /-/reload reload what the assembly reloads."""
     from flamewatch.rpc.http import build_app
     from flamewatch.rpc.readiness import no_dependencies
+    from flamewatch.rpc.reload import reload_router
     from flamewatch.rpc.runtime import serve as run_servers
     from flamewatch.selfprofile.routes import router as profiling_router
 
+    reloads = []
     if assembly.reload is not None:
         asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, _reload_logged, assembly.reload)
-    routers = [*assembly.routers, profiling_router(heap_enabled=args.heap_profiling)]
+        reloads = [reload_router(assembly.reload)]
+    routers = [*assembly.routers, *reloads, profiling_router(heap_enabled=args.heap_profiling)]
     _start_heap_tracking(args)  # after start-up: tracing every import would slow it down many times
     app = build_app(routers, ready=ready or no_dependencies(), authenticator=web_security(args).authenticator)
     await run_servers(listeners, app, assembly.register_grpc, assembly.before_stop, ready_message)

@@ -26,6 +26,7 @@ def add_parser(sub) -> None:
     p.add("--max-nodes", "default largest number of nodes in a flamegraph, top table or tree", type=int,
           default=QuerierConfig.default_max_nodes)
     flags.query_limit_flags(p)
+    flags.rules_flag(p)
     symbolizer_address_flag(p)
     flags.storage_flags(p)
     flags.common_flags(p)
@@ -46,8 +47,10 @@ def run_querier(args: argparse.Namespace) -> int:
     async def main(stack: contextlib.AsyncExitStack) -> None:
         listeners = listen(args, stack, config.http_address, config.grpc_address)
         store, db = open_storage(stack, flags.storage_config(args))
-        querier = assemble.assemble(stack, config, store, db, args.symbolizer_address)
-        await serve(args, listeners, combine(querier, events.assemble(db)),
+        recording = events.assemble(db)
+        querier = assemble.assemble(stack, config, store, db, args.symbolizer_address, args.rules_file,
+                                    recording.parts["recorder"].record)
+        await serve(args, listeners, combine(querier, recording),
                     ready=storage_readiness(store, db))
 
     return run(main)

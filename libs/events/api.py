@@ -25,11 +25,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from flamewatch.api.flamewatch.v1 import events_pb2, events_pb2_grpc
 from flamewatch.auth.caller import Action
+from flamewatch.events.convert import event_of_proto
 from flamewatch.events.model import DEFAULT_LIMITS, Event, EventLimits, check
 from flamewatch.events.store import record
 from flamewatch.rpc.auth import WriteTenant, grpc_tenant
 from flamewatch.rpc.grpc_server import handled
-from flamewatch.rpc.labelpairs import labels_of_pairs
 from flamewatch.rpc.openapi import ERROR_RESPONSES
 from flamewatch.storage.postgres import Database
 from flamewatch.timerange import parse_time
@@ -99,11 +99,6 @@ def router(recorder: Recorder) -> APIRouter:
         return {"recorded": recorded, "duplicates": duplicates}
 
     return r
-
-
-def event_of_proto(e: events_pb2.Event) -> Event:
-    return Event(e.kind, e.time_ns, labels_of_pairs(e.labels), e.exit_code, e.memory_limit_bytes, e.restart_count,
-                 e.started_ns, e.message, e.key)
 
 
 class EventServicer(events_pb2_grpc.EventServiceServicer):

@@ -4,6 +4,8 @@ Kinds:
     oom_kill   the program was killed for exceeding its memory limit (Kubernetes `OOMKilled`, or a
                supervisor that saw the kernel's OOM killer end it)
     restart    it ended with a non-zero exit code and was restarted
+    regression a rule found a function significantly more expensive in a new value of a label (a new
+               version) than in the previous one; `details` holds the two selections and the ranked changes
 
 Every event is checked before anything is written (`check`): a known kind, a time within the window
 (`EventLimits`), labels under the series rules (names, lengths, no NUL), bounded text. The first problem
@@ -24,8 +26,8 @@ from dataclasses import dataclass, field, replace
 from flamewatch.labels.errors import InvalidLabelError
 from flamewatch.labels.labelset import validate_labels
 
-OOM_KILL, RESTART = "oom_kill", "restart"
-KINDS = (OOM_KILL, RESTART)
+OOM_KILL, RESTART, REGRESSION = "oom_kill", "restart", "regression"
+KINDS = (OOM_KILL, RESTART, REGRESSION)
 INT32_MAX = 2**31 - 1
 MINUTE_NS = 60 * 10**9
 DAY_NS = 24 * 60 * MINUTE_NS
@@ -43,6 +45,7 @@ class EventLimits:
     max_label_value_length: int = 2048
     max_message_bytes: int = 4096
     max_key_bytes: int = 512
+    max_details_bytes: int = 64 * 1024  # as JSON
     reject_older_than_ns: int = 30 * DAY_NS  # a supervisor replaying its log may be days late, not months
     reject_newer_than_ns: int = 10 * MINUTE_NS  # clocks disagree by seconds, not by hours
 
@@ -61,6 +64,7 @@ class Event:
     started_ns: int = 0  # when the run that ended had started; 0: unknown
     message: str = ""
     key: str = ""
+    details: dict = field(default_factory=dict)  # what a kind carries besides (a regression's changes)
 
     def keyed(self) -> Event:
         """The event with its key: its own, or one made from kind, labels and time."""
@@ -72,7 +76,8 @@ class Event:
     def payload(self) -> dict[str, int | str]:
         """What is stored besides kind, time, labels and key."""
         return {"exit_code": self.exit_code, "memory_limit_bytes": self.memory_limit_bytes,
-                "restart_count": self.restart_count, "started_ns": self.started_ns, "message": self.message}
+                "restart_count": self.restart_count, "started_ns": self.started_ns, "message": self.message,
+                "details": self.details}
 
 
 def check(events: list[Event], now_ns: int, limits: EventLimits = DEFAULT_LIMITS) -> list[Event]:
@@ -109,7 +114,8 @@ def _checked(event: Event, index: int, now_ns: int, limits: EventLimits) -> Even
         if not 0 <= value <= largest and not (name == "exit_code" and -largest <= value):
             raise InvalidEvent(f"{where}: {name} {value} is out of range")
     for name, text, largest in (("message", event.message, limits.max_message_bytes),
-                                ("key", event.key, limits.max_key_bytes)):
+                                ("key", event.key, limits.max_key_bytes),
+                                ("details", json.dumps(event.details), limits.max_details_bytes)):
         _check_text(where, name, text, largest)
     return event.keyed()
 

@@ -40,6 +40,19 @@ def record(db: Database, tenant: str, events: list[Event], now_ns: int) -> list[
     return new
 
 
+def get_event(db: Database, tenant: str, id_: int) -> Recorded | None:
+    """One of the tenant's events by its id (a permalink names it), or None."""
+    with db.connection() as conn:
+        row = conn.execute("SELECT id, kind, time, labels, payload, key, recorded_at FROM events "
+                           "WHERE tenant = %s AND id = %s", (tenant, id_)).fetchone()
+    return _recorded(row) if row is not None else None
+
+
+def _recorded(row: tuple) -> Recorded:
+    id_, kind, time_ns, labels, payload, key, recorded = row
+    return Recorded(id_, Event(kind, time_ns, labels, key=key, **payload), recorded)
+
+
 def list_events(db: Database, tenant: str, start_ns: int, end_ns: int, matchers: tuple[Matcher, ...] = (),
                 kinds: tuple[str, ...] = (), limit: int = DEFAULT_LIMIT) -> list[Recorded]:
     """The tenant's events with start <= time <= end whose labels match every matcher, newest first."""
@@ -49,9 +62,9 @@ def list_events(db: Database, tenant: str, start_ns: int, end_ns: int, matchers:
             "SELECT id, kind, time, labels, payload, key, recorded_at FROM events "
             "WHERE tenant = %s AND time BETWEEN %s AND %s AND (cardinality(%s::text[]) = 0 OR kind = ANY(%s)) "
             "ORDER BY time DESC, id DESC", (tenant, start_ns, end_ns, list(kinds), list(kinds)))
-        for id_, kind, time_ns, labels, payload, key, recorded in rows:
-            if all(m.matches(labels.get(m.name)) for m in matchers):
-                out.append(Recorded(id_, Event(kind, time_ns, labels, key=key, **payload), recorded))
+        for row in rows:
+            if all(m.matches(row[3].get(m.name)) for m in matchers):
+                out.append(_recorded(row))
                 if len(out) >= limit:
                     break
     return out

@@ -8,9 +8,11 @@ import math
 from collections.abc import Callable, Sequence
 
 from fastapi import APIRouter, FastAPI, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from flamewatch.auth.caller import Authenticator
 from flamewatch.auth.errors import PermissionDenied, Unauthenticated
@@ -64,6 +66,12 @@ def build_app(routers: Sequence[APIRouter], ready: Callable[[], Sequence[str]],
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         return JSONResponse({"error": f"invalid request: {problems}"}, status_code=400)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        if exc.status_code == 400:  # a JSON body that does not parse: said like every other bad request
+            return JSONResponse({"error": f"invalid request: {exc.detail}: send a JSON object"}, status_code=400)
+        return await http_exception_handler(request, exc)
 
     @app.get("/healthz", include_in_schema=False)
     def _healthz() -> PlainTextResponse:

@@ -149,20 +149,37 @@ def _stop_reading(raw: asyncio.Transport) -> None:
 
 
 async def _first_byte(raw: asyncio.Transport) -> int | None:
-    """The connection's first byte, left in the socket; None if the client closed or sent nothing in time."""
+    """The connection's first byte, left in the socket; None if the client closed or sent nothing in time.
+
+    A client sends its first bytes (a ClientHello, a request line) right after connecting, so they are
+    mostly there already: looked at without waiting, which spares a reader, a timer and a turn of the
+    loop per connection, and waited for only when they are not. The look is on a duplicate of the socket:
+    the loop refuses a reader on the transport's own."""
+    sock = raw.get_extra_info("socket")
+    with socket.socket(sock.family, sock.type, sock.proto, os.dup(sock.fileno())) as peeker:
+        try:
+            return _peeked(peeker.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+        except BlockingIOError:
+            return await _wait_and_peek(peeker)
+        except OSError:
+            return None
+
+
+async def _wait_and_peek(peeker: socket.socket) -> int | None:
     loop = asyncio.get_running_loop()
-    peeker = socket.socket(fileno=os.dup(raw.get_extra_info("socket").fileno()))
     readable = loop.create_future()
     loop.add_reader(peeker.fileno(), lambda: readable.done() or readable.set_result(None))
     try:
         await asyncio.wait_for(readable, FIRST_BYTE_TIMEOUT_S)
-        head = peeker.recv(1, socket.MSG_PEEK)
-        return head[0] if head else None
+        return _peeked(peeker.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
     except OSError:  # TimeoutError too
         return None
     finally:
         loop.remove_reader(peeker.fileno())
-        peeker.close()
+
+
+def _peeked(head: bytes) -> int | None:
+    return head[0] if head else None  # empty: the client closed
 
 
 def _refuse_plain(raw: asyncio.Transport) -> None:

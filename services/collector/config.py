@@ -18,6 +18,10 @@ Rules that are not visible from the dataclasses alone:
 - `profiling_config.pprof_config` entries are merged field by field over `default_pprof_config`, so
   `memory: {path: /debug/pprof/heap}` keeps memory enabled. A new name needs a `path`. An endpoint with
   `delta: true` and no `seconds` profiles for the scrape interval in whole seconds (at least 1).
+  `fast_scrape_interval` (memory: 5s when the job's interval is longer) must be shorter than the job's
+  interval; `0s` turns it off.
+- `incidents: {enabled: true}` (the default) records the OOM kills and restarts of the pods a job's
+  `kubernetes_sd_configs` with role pod find; it does nothing for other jobs.
 - `kubernetes_sd_configs` take `api_server` or `kubeconfig_file`, not both (neither: in-cluster), and a
   selector may only narrow an object kind its role watches (`KUBERNETES_SELECTOR_ROLES`).
 
@@ -29,7 +33,7 @@ readers) whose message starts with the YAML path of the offending value, e.g.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +69,8 @@ from flamewatch.labels.labelset import is_valid_label_name
 from flamewatch.labels.relabel import RelabelConfig, check_relabel
 
 __all__ = [
-    "Authorization", "BasicAuth", "ConfigError", "FileConfig", "FileSDConfig", "GlobalConfig", "KubernetesNamespaces",
+    "Authorization", "BasicAuth", "ConfigError", "FileConfig", "FileSDConfig", "GlobalConfig", "IncidentsConfig",
+    "KubernetesNamespaces",
     "KubernetesSDConfig", "KubernetesSelector", "PprofEndpoint", "ProfilingConfig", "ScrapeConfig", "StaticConfig",
     "TLSConfig", "default_pprof_config", "load_config", "parse_config",
 ]
@@ -73,6 +78,7 @@ __all__ = [
 DEFAULT_SCRAPE_INTERVAL_S = 10.0
 DEFAULT_SCRAPE_TIMEOUT_S = 10.0
 DEFAULT_FILE_SD_REFRESH_S = 300.0
+DEFAULT_FAST_SCRAPE_S = 5.0
 
 # ---------------------------------------------------------------------------------------------- schema
 
@@ -85,13 +91,17 @@ class PprofEndpoint:
     path: str = ""
     delta: bool = False
     seconds: int | None = None  # sent as ?seconds=N: how long the target profiles before answering
+    # While the in-use heap this endpoint returns keeps growing or nears the container's memory limit, it
+    # is scraped this often instead of at the job's interval (`heappace.py`); None: never faster.
+    fast_scrape_interval_s: float | None = None
 
 
 def default_pprof_config(scrape_interval_s: float = DEFAULT_SCRAPE_INTERVAL_S) -> dict[str, PprofEndpoint]:
     """The endpoints every job fetches unless its configuration says otherwise."""
+    fast = DEFAULT_FAST_SCRAPE_S if scrape_interval_s > DEFAULT_FAST_SCRAPE_S else None
     return {
         "process_cpu": PprofEndpoint(True, "/debug/pprof/profile", True, _whole_seconds(scrape_interval_s)),
-        "memory": PprofEndpoint(True, "/debug/pprof/allocs", False),
+        "memory": PprofEndpoint(True, "/debug/pprof/allocs", False, fast_scrape_interval_s=fast),
         "goroutine": PprofEndpoint(True, "/debug/pprof/goroutine", False),
         "mutex": PprofEndpoint(True, "/debug/pprof/mutex", False),
         "block": PprofEndpoint(True, "/debug/pprof/block", False),
@@ -109,8 +119,8 @@ class ProfilingConfig:
 
     def endpoints(self) -> dict[str, PprofEndpoint]:
         """The enabled endpoints, with `path_prefix` applied to their paths."""
-        return {name: PprofEndpoint(ep.enabled, self.path_prefix + ep.path, ep.delta, ep.seconds)
-                for name, ep in self.pprof_config.items() if ep.enabled}
+        return {name: replace(ep, path=self.path_prefix + ep.path) for name, ep in self.pprof_config.items()
+                if ep.enabled}
 
 
 @dataclass(frozen=True)
@@ -163,6 +173,13 @@ class KubernetesSDConfig:
 
 
 @dataclass(frozen=True)
+class IncidentsConfig:
+    """What the collector records about the job's programs besides profiles (`oomwatch.py`)."""
+
+    enabled: bool = True  # with role pod discovery: record OOM kills and restarts with an error
+
+
+@dataclass(frozen=True)
 class ScrapeConfig:
     """One job. Left as None, the timeout and profiling config are derived from the interval."""
 
@@ -179,6 +196,13 @@ class ScrapeConfig:
     kubernetes_sd_configs: tuple[KubernetesSDConfig, ...] = ()
     relabel_configs: tuple[RelabelConfig, ...] = ()
     profiling_config: ProfilingConfig | None = None  # None: ProfilingConfig(default_pprof_config(interval))
+    incidents: IncidentsConfig = field(default_factory=IncidentsConfig)
+
+    def watches_pods(self) -> tuple[KubernetesSDConfig, ...]:
+        """The pod discovery configs whose pods the collector watches for kills (none when incidents are off)."""
+        if not self.incidents.enabled:
+            return ()
+        return tuple(sd for sd in self.kubernetes_sd_configs if sd.role == "pod")
 
     def __post_init__(self) -> None:
         if self.scrape_timeout_s is None:
@@ -270,6 +294,7 @@ def _check_unique_jobs(jobs: tuple[ScrapeConfig, ...]) -> None:
 _SCRAPE_FIELDS = (
     "job_name", "scrape_interval", "scrape_timeout", "scheme", "params", "basic_auth", "authorization",
     "tls_config", "static_configs", "file_sd_configs", "kubernetes_sd_configs", "relabel_configs", "profiling_config",
+    "incidents",
 )
 
 
@@ -294,7 +319,13 @@ def _scrape_config(value: Any, path: str, defaults: GlobalConfig) -> ScrapeConfi
         relabel_configs=optional(fields, "relabel_configs", path, reads_list(_relabel_config), ()),
         profiling_config=_profiling_config(fields.get("profiling_config", {}), join_path(path, "profiling_config"),
                                            interval),
+        incidents=optional(fields, "incidents", path, _incidents, IncidentsConfig()),
     )
+
+
+def _incidents(value: Any, path: str) -> IncidentsConfig:
+    fields = fields_of(value, path, ("enabled",))
+    return IncidentsConfig(optional(fields, "enabled", path, boolean, True))
 
 
 def _scheme(value: Any, path: str) -> str:
@@ -429,15 +460,26 @@ def _path_prefix(value: Any, path: str) -> str:
 
 
 def _pprof_endpoint(value: Any, path: str, default: PprofEndpoint | None, interval_s: float) -> PprofEndpoint:
-    fields = fields_of(value, path, ("enabled", "path", "delta", "seconds"))
+    fields = fields_of(value, path, ("enabled", "path", "delta", "seconds", "fast_scrape_interval"))
     base = default or PprofEndpoint(path=required(fields, "path", path, _url_path))
     delta = optional(fields, "delta", path, boolean, base.delta)
     # A default duration belongs to the default delta setting: `process_cpu: {delta: false}` drops it.
     seconds = optional(fields, "seconds", path, positive_int, base.seconds if "delta" not in fields else None)
     if delta and seconds is None:
         seconds = _whole_seconds(interval_s)
+    fast = optional(fields, "fast_scrape_interval", path, _fast_interval, base.fast_scrape_interval_s)
+    if "fast_scrape_interval" in fields and fast is not None and fast >= interval_s:
+        raise ConfigError(f"{path}.fast_scrape_interval: {format_seconds(fast)} must be shorter than scrape_interval "
+                          f"{format_seconds(interval_s)} (0s turns fast scraping off)")
     return PprofEndpoint(optional(fields, "enabled", path, boolean, base.enabled),
-                         optional(fields, "path", path, _url_path, base.path), delta, seconds)
+                         optional(fields, "path", path, _url_path, base.path), delta, seconds, fast)
+
+
+def _fast_interval(value: Any, path: str) -> float | None:
+    """A duration; 0s turns fast scraping off."""
+    if value in (0, "0", "0s"):
+        return None
+    return duration_s(value, path)
 
 
 def _url_path(value: Any, path: str) -> str:

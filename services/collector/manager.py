@@ -15,7 +15,7 @@ import httpx
 
 from flamewatch.collector.clients import client_for
 from flamewatch.collector.config import ScrapeConfig
-from flamewatch.collector.scrape import Deliver, ScrapeHealth, ScrapeLoop, ScrapeTarget
+from flamewatch.collector.scrape import Deliver, MemoryLimit, ScrapeHealth, ScrapeLoop, ScrapeTarget
 from flamewatch.collector.targetgroup import TargetGroup
 from flamewatch.collector.targets import scrape_targets
 
@@ -35,8 +35,8 @@ class _Running:
 
 
 class ScrapeManager:
-    def __init__(self, deliver: Deliver, max_concurrent_scrapes: int = 256):
-        self._deliver = deliver
+    def __init__(self, deliver: Deliver, max_concurrent_scrapes: int = 256, memory_limit: MemoryLimit | None = None):
+        self._deliver, self._memory_limit = deliver, memory_limit
         self._limit = asyncio.Semaphore(max_concurrent_scrapes)
         self._jobs: dict[str, ScrapeConfig] = {}
         self._clients: dict[str, httpx.AsyncClient] = {}
@@ -67,7 +67,8 @@ class ScrapeManager:
             if key not in running or running[key].loop.target != target:
                 if key in running:
                     running[key].task.cancel()
-                loop = ScrapeLoop(target, self._clients[job_name], self._deliver, limit=self._limit)
+                loop = ScrapeLoop(target, self._clients[job_name], self._deliver, limit=self._limit,
+                                  memory_limit=self._memory_limit)
                 running[key] = _Running(loop, asyncio.create_task(loop.run(), name=f"scrape {key}"))
         log.info("job %s: %d profile endpoints to scrape", job_name, len(running))
 

@@ -1,7 +1,8 @@
 """The collector: discover targets, scrape their pprof endpoints, send the profiles to the ingester.
 
 Inputs: the YAML configuration (`scrape_configs`), reloaded on SIGHUP or `POST /-/reload`.
-Outputs: profiles pushed to the ingester over gRPC; target status at `GET /api/v1/targets`.
+Outputs: profiles pushed to the ingester over gRPC, and the OOM kills and restarts of the pods it watches
+(`oomwatch.py`) recorded there as events; target status at `GET /api/v1/targets`.
 """
 
 from __future__ import annotations
@@ -17,9 +18,12 @@ from flamewatch.api.flamewatch.v1 import collector_pb2, collector_pb2_grpc, type
 from flamewatch.auth.caller import Action, Caller
 from flamewatch.collector.config import FileConfig
 from flamewatch.collector.discovery.manager import DiscoveryManager
+from flamewatch.collector.eventsender import EventSender
 from flamewatch.collector.manager import ScrapeManager, TargetStatus
+from flamewatch.collector.oomwatch import OOMWatch
 from flamewatch.collector.sender import Sender
-from flamewatch.rpc.auth import AdminOnly, Authenticated, grpc_caller
+from flamewatch.configreader import format_seconds
+from flamewatch.rpc.auth import Authenticated, grpc_caller
 from flamewatch.rpc.grpc_server import handled
 from flamewatch.rpc.labelpairs import label_pairs
 from flamewatch.timerange import format_ns
@@ -32,14 +36,17 @@ class Collector:
         self._load = load
         self.tenant = tenant
         self.sender = Sender(ingester_address, tenant=tenant)
-        self.scrapes = ScrapeManager(self.sender.submit)
+        self.events = EventSender(ingester_address, tenant=tenant)
+        self.oomwatch = OOMWatch(self.events.submit)
+        self.scrapes = ScrapeManager(self.sender.submit, memory_limit=self.oomwatch.memory_limit)
         self.discovery = DiscoveryManager(self.scrapes.sync)
         self._tasks: list[asyncio.Task] = []
 
     def start(self) -> None:
         self._apply(self._load())
         self._tasks = [asyncio.create_task(self.sender.run(), name="sender"),
-                       asyncio.create_task(self.discovery.run(), name="discovery")]
+                       asyncio.create_task(self.discovery.run(), name="discovery"),
+                       asyncio.create_task(self.events.run(), name="event sender")]
 
     def reload(self) -> None:
         """Load the configuration again; a bad file is reported and the running one kept."""
@@ -53,15 +60,18 @@ class Collector:
         if not tasks:
             return
         tasks[1].cancel()
+        await self.oomwatch.close()
         await self.scrapes.close()
-        await self.sender.flush(flush_s)
+        await asyncio.gather(self.sender.flush(flush_s), self.events.flush(flush_s))
         tasks[0].cancel()
+        tasks[2].cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
     def _apply(self, config: FileConfig) -> None:
         jobs = {j.job_name: j for j in config.scrape_configs}
         self.discovery.apply(jobs)
         self.scrapes.apply(jobs)
+        self.oomwatch.apply(jobs)
 
 
 def _status_json(s: TargetStatus) -> dict:
@@ -76,6 +86,7 @@ def _status_json(s: TargetStatus) -> dict:
         "lastScrape": format_ns(h.last_scrape_ns) if h.last_scrape_ns else None,
         "lastScrapeDuration": round(h.last_duration_s, 6),
         "lastError": h.last_error,
+        "scrapeInterval": format_seconds(h.interval_s),
     }
 
 
@@ -88,11 +99,6 @@ def http_router(collector: Collector) -> APIRouter:
         active = sorted((_status_json(s) for s in collector.scrapes.status()),
                         key=lambda t: (t["scrapePool"], t["scrapeUrl"]))
         return {"status": "success", "data": {"activeTargets": active}}
-
-    @router.post("/-/reload", summary="Load the configuration file again", dependencies=[AdminOnly])
-    async def reload() -> dict:  # async: applying starts tasks on the event loop
-        collector.reload()
-        return {"status": "success"}
 
     return router
 

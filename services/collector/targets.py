@@ -51,6 +51,6 @@ def _endpoints(job: ScrapeConfig, labels: dict[str, str], discovered: dict[str, 
         ScrapeTarget(job=job.job_name, profile_name=name, url=base + (path or endpoint.path), params=params,
                      labels=public,
                      discovered=discovered, interval_s=job.scrape_interval_s, timeout_s=job.scrape_timeout_s,
-                     delta=endpoint.delta, seconds=endpoint.seconds)
+                     delta=endpoint.delta, seconds=endpoint.seconds, fast_interval_s=endpoint.fast_scrape_interval_s)
         for name, endpoint in job.profiling_config.endpoints().items()
     ]

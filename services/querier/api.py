@@ -13,6 +13,8 @@ from prometheus_client import Histogram
 
 from flamewatch.auth.caller import Caller
 from flamewatch.auth.webconfig import ALL_TENANTS
+from flamewatch.changes.stats import Changes, Settings
+from flamewatch.labels.selector import Matcher, Query, parse_query
 from flamewatch.querier import deadline
 from flamewatch.querier.engine import Merged, Querier
 from flamewatch.querier.formats import RENDERERS, diff_renderer, renderer
@@ -26,6 +28,7 @@ FORMATS = (*RENDERERS, "pprof")
 MAX_NODES_LIMIT = 100_000
 _MIN_STEP_NS = 10 * 10**9
 _POINTS = 120
+CHANGES_LIMIT = 100
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,37 @@ def diff(q: Querier, tenant: str, left: tuple[str, int, int], right: tuple[str, 
         raise ValueError(f"cannot compare {lm.profile_type.id} with {rm.profile_type.id}: "
                          "both sides need the same profile type")
     return diff_renderer("diff")(lm.tree, rm.tree, max_nodes)
+
+
+def changes(q: Querier, tenant: str, a: tuple[str, int, int], b: tuple[str, int, int], order: str = "self",
+            alpha: float | None = None, limit: int | None = None) -> Changes:
+    """What changed from side a to side b, the largest increases first, at most `limit` functions."""
+    if alpha is not None and not 0 < alpha < 1:
+        raise ValueError(f"alpha is a false discovery rate between 0 and 1, e.g. 0.05; got {alpha}")
+    limit = CHANGES_LIMIT if limit is None else limit
+    if not 1 <= limit <= MAX_NODES_LIMIT:
+        raise ValueError(f"limit must be between 1 and {MAX_NODES_LIMIT}, got {limit}")
+    settings = Settings(alpha=alpha) if alpha is not None else Settings()
+    with QUERY_SECONDS.labels("changes").time(), deadline.bounded(q.config.query_timeout_s):
+        found = q.changes(tenant, a, b, settings, order)
+    return Changes(found.functions[:limit], found.profiles, found.notes)
+
+
+def sides(query: str | None, label: str | None, a: str | None, b: str | None, a_query: str | None,
+          b_query: str | None) -> tuple[str, str]:
+    """The two selections of a comparison: given whole (`a_query`, `b_query`), or as one query and two
+    values of one label (`query`, `label`, `a`, `b`: the query with label="a" against label="b")."""
+    if label or a or b:
+        if not (query and label and a is not None and b is not None):
+            raise ValueError("compare two values of a label with query, label, a and b together, e.g. "
+                             'query=process_cpu:cpu:nanoseconds:cpu:nanoseconds{service_name="api"}&label=version'
+                             "&a=1.0&b=1.1")
+        base = parse_query(query)
+        return tuple(str(Query(base.profile_type, (*base.matchers, Matcher(label, "=", value)))) for value in (a, b))
+    if not (a_query or query) or not (b_query or query):
+        raise ValueError("give the two selections: a_query and b_query (or query for both, with a time range each), "
+                         "or query, label, a and b")
+    return a_query or query, b_query or query
 
 
 def optional_time(text: str | None) -> int | None:

@@ -27,9 +27,10 @@ def routers(querier: Querier) -> list:
 
 
 def assemble(stack: contextlib.AsyncExitStack, config: QuerierConfig, store: ObjectStore, db: Database,
-             symbolizer_address: str | None = None) -> Assembly:
-    """The querier over open storage: its block cache (in memory, and on disk when configured) and, with a
-    symbolizer's address, the step that names bare addresses at query time."""
+             symbolizer_address: str | None = None, rules_file: str | None = None, record=None) -> Assembly:
+    """The querier over open storage: its block cache (in memory, and on disk when configured), with a
+    symbolizer's address the step that names bare addresses at query time, and with a rule file its
+    rules (regressions go to `record`, `events.api.Recorder.record`; recorded series to /metrics)."""
     from flamewatch.storage.disk_cache import DiskCache
 
     source = DiskCache(store, config.disk_cache_dir, config.disk_cache_bytes) if config.disk_cache_dir else store
@@ -42,7 +43,22 @@ def assemble(stack: contextlib.AsyncExitStack, config: QuerierConfig, store: Obj
         register_grpc(querier)(server)
         incidents(server)
 
-    return Assembly(routers(querier), register, parts={"querier": querier})
+    rules = _rules(stack, querier, rules_file, record) if rules_file else None
+    return Assembly(routers(querier), register, reload=rules.reload if rules else None,
+                    parts={"querier": querier, **({"rules": rules} if rules else {})})
+
+
+def _rules(stack: contextlib.AsyncExitStack, querier: Querier, path: str, record):
+    from prometheus_client import REGISTRY
+
+    from flamewatch.querier.rules import Rules, load_rules
+
+    rules = Rules(querier, lambda: load_rules(path), record)  # a bad file fails the start, with its YAML path
+    rules.start()
+    stack.push_async_callback(rules.stop)
+    REGISTRY.register(rules)
+    stack.callback(REGISTRY.unregister, rules)
+    return rules
 
 
 def _symbolization(stack: contextlib.AsyncExitStack, address: str | None, db: Database):

@@ -15,11 +15,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from flamewatch.changes.stats import Changes, Settings, compare
 from flamewatch.labels.selector import Query, parse_query, parse_selector
 from flamewatch.pprof.profile_types import ProfileType
 from flamewatch.querier import deadline, selection
 from flamewatch.querier.blocks import BlockCache
 from flamewatch.querier.calltree import CallTree
+from flamewatch.querier.changes import function_shares
 from flamewatch.querier.config import QuerierConfig
 from flamewatch.querier.formats.pprof import render_pprof
 from flamewatch.querier.merging import (
@@ -41,6 +43,7 @@ from flamewatch.storage.postgres import Database
 log = logging.getLogger(__name__)
 
 _ALL_TIME = (0, 2**63 - 1)
+DEFAULT_SETTINGS = Settings()
 
 
 @dataclass(frozen=True, eq=False)
@@ -77,6 +80,14 @@ class Points:
 class Totals:
     series: list[Points]
     warnings: list[str]  # what the answer may hide, e.g. a group_by label no series has
+
+
+def _joined(a: Rows, b: Rows) -> Rows:
+    """Two sides' rows as one, each row keeping its own side's filter."""
+    filter_a = np.zeros(len(a.row), np.int64) if a.row_filter is None else a.row_filter
+    filter_b = np.zeros(len(b.row), np.int64) if b.row_filter is None else b.row_filter
+    return Rows({**a.keys, **b.keys}, np.concatenate([a.block_id, b.block_id]), np.concatenate([a.row, b.row]),
+                None, (*a.filters, *b.filters), np.concatenate([filter_a, filter_b + len(a.filters)]))
 
 
 def _bounded(method):
@@ -238,6 +249,25 @@ class Querier:
             rows = rows.take(np.flatnonzero(_is_one_of(rows, profiles)))
         weights = _gauge_weights(rows) if sel.profile_type.is_gauge else None
         return self._merged(tenant, rows, sel, weights, granularity)
+
+    @_bounded
+    def changes(self, tenant: str, a: tuple[str, int, int], b: tuple[str, int, int],
+                settings: Settings = DEFAULT_SETTINGS, order: str = "self", granularity: str = "functions") -> Changes:
+        """What changed from selection `a` (query, start, end) to `b`, function by function, each stored
+        profile one observation (`flamewatch.changes.stats`)."""
+        sides = [self._select(tenant, *side) for side in (a, b)]
+        if sides[0].profile_type != sides[1].profile_type:
+            raise ValueError(f"cannot compare {sides[0].profile_type.id} with {sides[1].profile_type.id}: both "
+                             "sides need the same profile type")
+        parts = [self._rows(index.profile_rows(self.db, [s.id for s in sel.series], start, end), sel, None)
+                 for sel, (_, start, end) in zip(sides, (a, b))]
+        symbols = self.symbolization.for_query(tenant) if self.symbolization is not None else None
+        names, self_share, total_share = function_shares(self.blocks, _joined(*parts), granularity, symbols)
+        split = len(parts[0].row)
+        observed = self_share.sum(axis=1) > 0  # a profile whose kept samples sum to nothing says nothing
+        at = [np.flatnonzero(observed[:split]), split + np.flatnonzero(observed[split:])]
+        return compare(names, self_share[at[0]], total_share[at[0]], self_share[at[1]], total_share[at[1]],
+                       settings, order)
 
     @_bounded
     def nearest(self, tenant: str, query: str, time_ns: int, granularity: str = "functions") -> Merged:

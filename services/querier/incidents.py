@@ -9,15 +9,17 @@ For an event at time T of a program with labels L:
 - `last_heap`: its last in-use heap profile at or before T (within `LOOKBACK_NS`), and its age at T;
 - `first_heap`: its first heap profile after the run that ended had started (`started_ns`), or, when
   the start is unknown, the oldest of the lookback;
-- `inuse_growth` / `alloc_growth`: first against last, as a diff (alloc only when the program's heap
-  profiles have `alloc_space`, as Go's do);
+- `inuse_growth`: first against last heap, as a diff; `alloc_growth`: what was allocated in the run's
+  first minute against its last minute (only when the program's heap profiles have `alloc_space`, as
+  Go's do; allocations are stored per scrape, so one profile alone may hold none);
 - `cpu_before`: its CPU over the `CPU_WINDOW_NS` before T, when it has CPU profiles.
 
 What cannot be linked is said in `notes`. Nothing is copied: the links are queries over the stored
 profiles, so they open whatever retention still keeps.
 
-`GET /api/v1/incidents` lists them (newest first); `format=annotations` answers in the shape of Grafana's
-JSON annotations (`time`, `timeEnd`, `title`, `text`, `tags`). gRPC: `IncidentService.List`.
+`GET /api/v1/incidents` lists them (newest first; gRPC `IncidentService.List`); `format=annotations`
+answers in the shape of Grafana's JSON annotations (`time`, `timeEnd`, `title`, `text`, `tags`).
+`GET /api/v1/incidents/{id}` answers one (gRPC `IncidentService.Get`): the UI's permalink names only the id.
 """
 
 from __future__ import annotations
@@ -31,13 +33,14 @@ from fastapi import APIRouter, Query
 
 from flamewatch.api.flamewatch.v1 import events_pb2, events_pb2_grpc, types_pb2
 from flamewatch.auth.caller import Action
-from flamewatch.events.model import KINDS, Event
-from flamewatch.events.store import DEFAULT_LIMIT, Recorded, list_events
+from flamewatch.events.convert import event_proto
+from flamewatch.events.model import KINDS, REGRESSION
+from flamewatch.events.store import DEFAULT_LIMIT, Recorded, get_event, list_events
 from flamewatch.labels.selector import Matcher, format_matchers, parse_selector
 from flamewatch.querier.api import time_range
 from flamewatch.rpc.auth import ReadTenant, grpc_tenant
+from flamewatch.rpc.errors import NotFoundError
 from flamewatch.rpc.grpc_server import handled
-from flamewatch.rpc.labelpairs import label_pairs
 from flamewatch.rpc.openapi import ERROR_RESPONSES
 from flamewatch.storage import index
 from flamewatch.storage.postgres import Database
@@ -48,6 +51,7 @@ HEAP_ALLOC = "memory:alloc_space:bytes:space:bytes"
 CPU = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
 LOOKBACK_NS = 24 * 3600 * 10**9
 CPU_WINDOW_NS = 5 * 60 * 10**9
+ALLOC_WINDOW_NS = 60 * 10**9
 KUBERNETES_IDENTITY = ("namespace", "pod", "container")
 MAX_LIMIT = 5000
 
@@ -92,10 +96,10 @@ class Evidence:
     cpu_before: ProfileLink | None = None
     notes: tuple[str, ...] = ()
     ui_path: str = ""
+    change: DiffLink | None = None  # a regression: what the rule compared
 
     def json(self) -> dict:
-        links = {name: getattr(self, name) for name in ("last_heap", "first_heap", "inuse_growth", "alloc_growth",
-                                                        "cpu_before")}
+        links = {name: getattr(self, name) for name in LINKS}
         return {**{name: link.json() if link else None for name, link in links.items()},
                 "last_heap_age_ns": self.last_heap_age_ns if self.last_heap else None,
                 "notes": list(self.notes), "ui_path": self.ui_path}
@@ -105,6 +109,9 @@ class Evidence:
 class Incident:
     recorded: Recorded
     evidence: Evidence = field(default_factory=Evidence)
+
+
+LINKS = ("last_heap", "first_heap", "inuse_growth", "alloc_growth", "cpu_before", "change")
 
 
 def identity(labels: dict[str, str]) -> tuple[Matcher, ...]:
@@ -131,8 +138,18 @@ class Incidents:
         found = list_events(self._db, tenant, start, end, matchers, kinds, limit or DEFAULT_LIMIT)
         return [Incident(r, self.evidence(tenant, r)) for r in found]
 
+    def get(self, tenant: str, id_: int) -> Incident:
+        """One incident by its id, as its permalink (`ui_path`) names it; NotFoundError when the tenant has
+        none of that id."""
+        found = get_event(self._db, tenant, id_)
+        if found is None:
+            raise NotFoundError(f"no incident {id_} in tenant {tenant!r}")
+        return Incident(found, self.evidence(tenant, found))
+
     def evidence(self, tenant: str, recorded: Recorded) -> Evidence:
         event = recorded.event
+        if event.kind == REGRESSION:
+            return _regression_evidence(recorded)
         matchers = identity(event.labels)
         selector = format_matchers(matchers)
         end, notes = event.time_ns, []
@@ -157,7 +174,12 @@ class Incidents:
         last_link, first_link = _single(HEAP_INUSE, selector, last), _single(HEAP_INUSE, selector, first)
         alloc = None
         if len(self._times(tenant, HEAP_ALLOC, matchers, first, last)):
-            alloc = DiffLink(_single(HEAP_ALLOC, selector, first), _single(HEAP_ALLOC, selector, last))
+            # Allocations are kept per scrape (deltas), and a Go heap profile changes only at a collection:
+            # one profile's allocations may be nothing. So the allocations of the run's first minute are set
+            # against those of its last minute before the end.
+            span = min(ALLOC_WINDOW_NS, max((last - first) // 2, 1))
+            alloc = DiffLink(ProfileLink(HEAP_ALLOC + selector, first, first + span),
+                             ProfileLink(HEAP_ALLOC + selector, last - span, last))
         if first == last:
             notes.append("only one heap profile of this run: there is no growth to show")
         return Evidence(last_link, end - last, first_link,
@@ -176,6 +198,17 @@ class Incidents:
         return index.profile_totals(self._db, [s.id for s in series], start, end).time
 
 
+def _regression_evidence(recorded: Recorded) -> Evidence:
+    """The comparison the rule made, and its largest changes as notes."""
+    details = recorded.event.details
+    a, b = details.get("a"), details.get("b")
+    change = DiffLink(*(ProfileLink(side["query"], side["from"], side["until"]) for side in (a, b))) if a and b \
+        else None
+    notes = tuple(f"{f['name']}: {f['a']:.2%} -> {f['b']:.2%} of the total ({f['change']:+.2%})"
+                  for f in details.get("functions", [])[:10])
+    return Evidence(notes=notes, ui_path=f"/?view=incidents&incident={recorded.id}", change=change)
+
+
 def _single(profile_type: str, selector: str, time_ns: int) -> ProfileLink:
     return ProfileLink(profile_type + selector, time_ns, time_ns, time_ns)
 
@@ -190,7 +223,7 @@ def incident_json(incident: Incident) -> dict:
 def annotation_json(incident: Incident) -> dict:
     """One incident as Grafana's JSON annotations read it (times in ms)."""
     e = incident.recorded.event
-    what = {"oom_kill": "OOM kill", "restart": "restart"}.get(e.kind, e.kind)
+    what = {"oom_kill": "OOM kill", "restart": "restart", "regression": "regression"}.get(e.kind, e.kind)
     who = e.labels.get("service_name") or "/".join(e.labels.get(n, "") for n in KUBERNETES_IDENTITY).strip("/")
     text = [f"exit code {e.exit_code}"] + ([e.message] if e.message else []) + list(incident.evidence.notes)
     age = incident.evidence.last_heap_age_ns
@@ -217,22 +250,25 @@ def router(incidents: Incidents) -> APIRouter:
             return [annotation_json(i) for i in found]
         return {"incidents": [incident_json(i) for i in found]}
 
+    @r.get("/incidents/{incident_id}", summary="One incident, by the id its permalink carries")
+    def get_incident(tenant: ReadTenant, incident_id: int) -> dict:
+        return incident_json(incidents.get(tenant, incident_id))
+
     return r
-
-
-def _event_proto(e: Event) -> events_pb2.Event:
-    return events_pb2.Event(kind=e.kind, time_ns=e.time_ns, labels=label_pairs(e.labels, types_pb2.LabelPair),
-                            exit_code=e.exit_code, memory_limit_bytes=e.memory_limit_bytes,
-                            restart_count=e.restart_count, started_ns=e.started_ns, message=e.message, key=e.key)
 
 
 def _evidence_proto(ev: Evidence) -> events_pb2.Evidence:
     out = events_pb2.Evidence(last_heap_age_ns=ev.last_heap_age_ns, notes=list(ev.notes), ui_path=ev.ui_path)
-    for name in ("last_heap", "first_heap", "inuse_growth", "alloc_growth", "cpu_before"):
+    for name in LINKS:
         link = getattr(ev, name)
         if link is not None:
             getattr(out, name).CopyFrom(link.proto())
     return out
+
+
+def _incident_proto(i: Incident) -> events_pb2.Incident:
+    return events_pb2.Incident(id=i.recorded.id, event=event_proto(i.recorded.event),
+                               evidence=_evidence_proto(i.evidence), recorded_ns=i.recorded.recorded_ns)
 
 
 class IncidentServicer(events_pb2_grpc.IncidentServiceServicer):
@@ -245,10 +281,12 @@ class IncidentServicer(events_pb2_grpc.IncidentServiceServicer):
         lo, hi = (request.range.start_ns, request.range.end_ns) if request.range.end_ns else time_range(None, None)
         found = await asyncio.to_thread(self._incidents.list, tenant, lo, hi, request.selector,
                                         tuple(request.kinds), request.limit)
-        return events_pb2.ListIncidentsResponse(incidents=[
-            events_pb2.Incident(id=i.recorded.id, event=_event_proto(i.recorded.event),
-                                evidence=_evidence_proto(i.evidence), recorded_ns=i.recorded.recorded_ns)
-            for i in found])
+        return events_pb2.ListIncidentsResponse(incidents=[_incident_proto(i) for i in found])
+
+    @handled
+    async def Get(self, request: events_pb2.GetIncidentRequest, context) -> events_pb2.Incident:
+        tenant = grpc_tenant(context, Action.READ)
+        return _incident_proto(await asyncio.to_thread(self._incidents.get, tenant, request.id))
 
 
 def register_grpc(incidents: Incidents):

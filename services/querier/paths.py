@@ -92,6 +92,11 @@ class PathIndex:
             out[~hit] = new_ids[inverse.reshape(-1)]
         return out
 
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, pa.Array]:
+        """Per path its parent and name id, and the name table: a consistent view of what is known now."""
+        with self._lock:
+            return self._parent, self._name, self._names
+
     def tree(self, values: np.ndarray) -> CallTree:
         """The call tree of the paths with a value and their ancestors; `values` is indexed by path id."""
         with self._lock:

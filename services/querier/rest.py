@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
 from fastapi.responses import Response
@@ -102,6 +102,19 @@ def router(q: Querier) -> APIRouter:
                 "Content-Disposition": f'attachment; filename="{rendered.merged.profile_type.name}.pb.gz"'})
         return {"profile_type": rendered.merged.profile_type.id, "profiles": rendered.merged.profiles,
                 format: rendered.body, "partial": rendered.merged.partial, "warnings": list(rendered.merged.warnings)}
+
+    @r.get("/changes", summary="What changed from selection a to b, function by function, with significance")
+    def changes(tenant: ReadTenant, query: str | None = None, label: str | None = None, a: str | None = None,
+                b: str | None = None, a_query: str | None = None, b_query: str | None = None,
+                start: From = None, until: Until = None, a_from: str | None = None, a_until: str | None = None,
+                b_from: str | None = None, b_until: str | None = None, order: Literal["self", "total"] = "self",
+                alpha: float | None = None, limit: int | None = None) -> dict:
+        left, right = api.sides(query, label, a, b, a_query, b_query)
+        a_range = api.time_range(a_from or start, a_until or until)
+        b_range = api.time_range(b_from or start, b_until or until)
+        found = api.changes(q, tenant, (left, *a_range), (right, *b_range), order, alpha, limit)
+        return {"a": {"query": left, "from": a_range[0], "until": a_range[1]},
+                "b": {"query": right, "from": b_range[0], "until": b_range[1]}, "order": order, **found.json()}
 
     @r.get("/diff", summary="Two merges side by side as one diff flamegraph", **_answers(DiffAnswer))
     def diff(left_query: str, right_query: str, tenant: ReadTenant, left_from: str | None = None,

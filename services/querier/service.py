@@ -97,6 +97,23 @@ class QueryServicer(query_pb2_grpc.QueryServiceServicer):
         body = await asyncio.to_thread(api.diff, self._q, tenant, left, right, max_nodes)
         return query_pb2.DiffResponse(flamegraph=convert.diff(body))
 
+    @handled
+    async def Changes(self, request, context):
+        tenant = grpc_tenant(context, Action.READ)
+        a = (request.a_query, *_range(request.a_range))
+        b = (request.b_query, *_range(request.b_range))
+        found = await asyncio.to_thread(api.changes, self._q, tenant, a, b, request.order or "self",
+                                        request.alpha or None, request.limit or None)
+        return query_pb2.ChangesResponse(
+            functions=[query_pb2.FunctionChange(name=f.name, self=_share(f.self), total=_share(f.total))
+                       for f in found.functions],
+            a_profiles=found.profiles[0], b_profiles=found.profiles[1], notes=list(found.notes))
+
+
+def _share(m) -> query_pb2.ShareChange:
+    return query_pb2.ShareChange(a=m.a, b=m.b, change=m.change, low=m.low, high=m.high, p=m.p,
+                                 significant=m.significant)
+
 
 def register_grpc(querier: Querier):
     return lambda server: query_pb2_grpc.add_QueryServiceServicer_to_server(QueryServicer(querier), server)

@@ -32,9 +32,9 @@ HOT_FUNCTION = "main.cpuFibonacci"
 SCRAPE_INTERVAL_S = 2
 CONFIG = """
 scrape_configs:
-  - job_name: demo
+  - job_name: {job}
     scrape_interval: {interval}s
-    static_configs: [{{targets: ["{demo}"], labels: {{service_name: demo}}}}]
+    static_configs: [{{targets: ["{target}"], labels: {{service_name: {job}}}}}]
     profiling_config:
       pprof_config:
         mutex: {{enabled: false}}
@@ -48,11 +48,30 @@ class Served:
     started_ms: int
 
 
-def _demo_cpu_points(url: str) -> int:
-    # The step the UI asks for over 15 minutes (the API's default: 10 s).
-    r = httpx.get(url + "/api/v1/query_range", params={"query": CPU + '{service_name="demo"}', "from": "now-15m"},
-                  timeout=30)
+def points(url: str, query: str) -> int:
+    """The points of the query's timeline over 15 minutes, at the step the UI asks for (the API's default: 10 s)."""
+    r = httpx.get(url + "/api/v1/query_range", params={"query": query, "from": "now-15m"}, timeout=30)
     return sum(len(s["points"]) for s in r.json()["series"]) if r.status_code == 200 else 0
+
+
+@contextlib.contextmanager
+def scraping_flamewatch(workdir: Path, job: str, target: str) -> Iterator[tuple[str, Path, subprocess.Popen]]:
+    """`flamewatch all` on free ports scraping `target` as `job` (its service_name too) every
+    SCRAPE_INTERVAL_S: its URL, log and process."""
+    http_port, grpc_port = free_port(), free_port()
+    config = workdir / "flamewatch.yaml"
+    config.write_text(CONFIG.format(job=job, interval=SCRAPE_INTERVAL_S, target=target))
+    log = workdir / "all.log"
+    with log.open("ab") as out:
+        process = subprocess.Popen([str(FLAMEWATCH), "all", "--config.file", str(config), "--http-address",
+                                    f"127.0.0.1:{http_port}", "--grpc-address", f"127.0.0.1:{grpc_port}",
+                                    # tracing every allocation would slow each query down for nothing here
+                                    "--no-self-profiling.heap"],
+                                   cwd=workdir, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        yield f"http://127.0.0.1:{http_port}", log, process
+    finally:
+        terminate(process)
 
 
 def _hot_function_seen(url: str) -> bool:
@@ -68,24 +87,14 @@ def flamewatch_ui(_go_workload: Path, tmp_path_factory: pytest.TempPathFactory) 
     workdir = tmp_path_factory.mktemp("flamewatch-ui")
     demo = gotargets.GoTarget(_go_workload, workdir / "demo.log")
     demo.start()
-    http_port, grpc_port = free_port(), free_port()
-    url = f"http://127.0.0.1:{http_port}"
-    config = workdir / "flamewatch.yaml"
-    config.write_text(CONFIG.format(interval=SCRAPE_INTERVAL_S, demo=demo.addr))
-    log = workdir / "all.log"
     started_ms = int(time.time() * 1000)
-    with log.open("ab") as out:
-        process = subprocess.Popen([str(FLAMEWATCH), "all", "--config.file", str(config), "--http-address",
-                                    f"127.0.0.1:{http_port}", "--grpc-address", f"127.0.0.1:{grpc_port}",
-                                    # tracing every allocation would slow each query down for nothing here
-                                    "--no-self-profiling.heap"],
-                                   cwd=workdir, stdout=out, stderr=subprocess.STDOUT)
     try:
-        wait_for(lambda: _demo_cpu_points(url) >= 3, 240, "CPU profiles of the Go program in three steps", log)
-        wait_for(lambda: _hot_function_seen(url), 60, f"{HOT_FUNCTION} in the stored profiles", log)
-        yield Served(url, started_ms)
+        with scraping_flamewatch(workdir, "demo", demo.addr) as (url, log, _):
+            wait_for(lambda: points(url, CPU + '{service_name="demo"}') >= 3, 240,
+                     "CPU profiles of the Go program in three steps", log)
+            wait_for(lambda: _hot_function_seen(url), 60, f"{HOT_FUNCTION} in the stored profiles", log)
+            yield Served(url, started_ms)
     finally:
-        terminate(process)
         demo.stop()
 
 

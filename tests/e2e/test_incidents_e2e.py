@@ -1,6 +1,6 @@
 """Events and incidents across processes: a real Go heap profile pushed to the ingester, an OOM kill
 recorded with `flamewatch event` (REST, at the ingester) and over gRPC (`EventService.Record`), listed by
-the querier over REST (JSON and Grafana's annotation shape) and gRPC (`IncidentService.List`), each with
+the querier over REST (JSON and Grafana's annotation shape) and gRPC (`IncidentService.List`, `Get`), each with
 the link to the last heap before it; a bad event is refused with a message that names the problem."""
 
 from __future__ import annotations
@@ -60,12 +60,21 @@ def test_grpc_records_at_the_ingester_and_lists_at_the_querier(cluster: Cluster)
             events_pb2.RecordEventsRequest(events=[event, event]), timeout=30)
     assert (recorded.recorded, recorded.duplicates) == (1, 1)  # the same key twice in one request
     with grpc.insecure_channel(cluster.querier_grpc) as channel:
-        found = events_pb2_grpc.IncidentServiceStub(channel).List(events_pb2.ListIncidentsRequest(
+        incidents = events_pb2_grpc.IncidentServiceStub(channel)
+        found = incidents.List(events_pb2.ListIncidentsRequest(
             range=types_pb2.TimeRange(start_ns=now - S, end_ns=now + S), selector='{service_name="grpc-batch"}'),
             timeout=30)
-    [incident] = found.incidents
+        [incident] = found.incidents
+        assert incidents.Get(events_pb2.GetIncidentRequest(id=incident.id), timeout=30) == incident  # a permalink's
+        with pytest.raises(grpc.RpcError) as unknown:
+            incidents.Get(events_pb2.GetIncidentRequest(id=incident.id + 1000), timeout=30)
+    assert unknown.value.code() == grpc.StatusCode.NOT_FOUND and "no incident" in unknown.value.details()
     assert incident.event.key == "supervisor/run-42" and incident.event.exit_code == 2
     assert not incident.evidence.HasField("last_heap") and "no in-use heap profile" in incident.evidence.notes[0]
+    rest = httpx.get(f"{cluster.querier_url}/api/v1/incidents/{incident.id}", timeout=30)
+    assert rest.status_code == 200 and rest.json()["key"] == "supervisor/run-42", rest.text
+    missing = httpx.get(f"{cluster.querier_url}/api/v1/incidents/{incident.id + 1000}", timeout=30)
+    assert missing.status_code == 404 and "no incident" in missing.json()["error"], missing.text
 
 
 @pytest.mark.parametrize(("event", "problem"), [

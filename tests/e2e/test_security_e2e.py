@@ -95,7 +95,7 @@ def _http_routes() -> list[tuple[str, str]]:
 
     routers = routers_of_all(Ingester(IngesterConfig(), None, None), Querier(), object(), ui_dir=None)
     app = build_app([*routers, profiling_router(heap_enabled=False)], ready=lambda: [])
-    filled = {"name": "service_name", "path": "index.js",
+    filled = {"name": "service_name", "path": "index.js", "incident_id": "1",
               "method": "Push"}  # a Connect method; the service part of the path says which
     out = []
     for path, route in api_routes(app.routes):

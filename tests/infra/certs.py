@@ -6,7 +6,9 @@ configuration file's `access`.
     server = ca.issue("server")                          # directory/server.crt, server.key (serverAuth)
     collector = ca.issue("collector", client=True)       # CN=collector (clientAuth)
 
-Keys are EC P-256: quick to make, so a test can make a fresh set for a rotation.
+Keys are EC P-256: quick to make, so a test can make a fresh set for a rotation; `issue(..., rsa_bits=2048)`
+makes an RSA leaf instead (what cert-manager and `openssl req -newkey rsa:2048` give by default), for the
+benchmark of what a handshake costs with each.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pathlib import Path
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 _VALID = datetime.timedelta(days=2)
@@ -68,11 +70,11 @@ class CertificateAuthority:
         return authority
 
     def issue(self, common_name: str, client: bool = False, file_name: str | None = None,
-              directory: Path | None = None, names: Sequence[str] = ()) -> Issued:
+              directory: Path | None = None, names: Sequence[str] = (), rsa_bits: int | None = None) -> Issued:
         """A leaf certificate: a server's for 127.0.0.1, localhost and the DNS `names` (a compose
         network's service names), or (client) a caller's named `common_name`. Written as <file_name or
-        common_name>.crt and .key."""
-        key = ec.generate_private_key(ec.SECP256R1())
+        common_name>.crt and .key; with `rsa_bits`, an RSA key of that size instead of EC P-256."""
+        key = rsa.generate_private_key(65537, rsa_bits) if rsa_bits else ec.generate_private_key(ec.SECP256R1())
         now = datetime.datetime.now(datetime.UTC)
         usage = ExtendedKeyUsageOID.CLIENT_AUTH if client else ExtendedKeyUsageOID.SERVER_AUTH
         builder = (x509.CertificateBuilder()
@@ -95,7 +97,7 @@ class CertificateAuthority:
         return issued
 
 
-def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
+def _pem_key(key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> bytes:
     return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                              serialization.NoEncryption())
 

@@ -48,10 +48,11 @@ SCRAPE_NAMES = {"cpu": "process_cpu", "heap": "memory", "allocs": "memory", "gor
                 "mutex": "mutex", "block": "block"}
 
 
-def build(name: str = "workload") -> Path:
-    """Build `tests/targets/<name>` unless its binary is newer than every source file; return the binary."""
+def build(name: str = "workload", ldflags: str = "", variant: str = "") -> Path:
+    """Build `tests/targets/<name>` unless its binary is newer than every source file; return the binary.
+    A `variant` is a build of its own (`<name>-<variant>`) with `ldflags`, e.g. "-X main.extraPercent=20"."""
     source = TARGETS_SOURCE_DIR / name
-    binary = TARGETS_BINARY_DIR / name
+    binary = TARGETS_BINARY_DIR / (f"{name}-{variant}" if variant else name)
     if binary.is_file() and binary.stat().st_mtime >= _newest_mtime(source):
         return binary
     go = shutil.which("go")
@@ -59,7 +60,8 @@ def build(name: str = "workload") -> Path:
         raise FileNotFoundError("the Go toolchain (`go`) is not on PATH")
     TARGETS_BINARY_DIR.mkdir(parents=True, exist_ok=True)
     partial = binary.with_name(f".{name}.{os.getpid()}.partial")
-    result = subprocess.run([go, "build", "-o", str(partial), "."], cwd=source,
+    flags = ["-ldflags", ldflags] if ldflags else []
+    result = subprocess.run([go, "build", *flags, "-o", str(partial), "."], cwd=source,
                             capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
     if result.returncode != 0:
         raise RuntimeError(f"go build in {source} failed:\n{result.stderr}")
@@ -74,17 +76,21 @@ def _newest_mtime(directory: Path) -> float:
 class GoTarget:
     """One running target program; `addr` is "127.0.0.1:PORT" once `start()` returns."""
 
-    def __init__(self, binary: Path, log_path: Path) -> None:
+    def __init__(self, binary: Path, log_path: Path, args: tuple[str, ...] = (),
+                 env: dict[str, str] | None = None) -> None:
         self.binary = binary
         self.log_path = log_path
+        self.args, self.env = args, env  # the program's own flags (leaky's -rate, -limit), extra environment
         self.addr = ""
         self._process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
         # The program exits when its stdin closes, which happens when this process dies unexpectedly.
-        command = [str(self.binary), "-addr", "127.0.0.1:0", "-exit-on-stdin-close"]
+        command = [str(self.binary), "-addr", "127.0.0.1:0", "-exit-on-stdin-close", *self.args]
+        env = {**os.environ, **self.env} if self.env else None
         with self.log_path.open("wb") as log:
-            self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT)
+            self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
+                                             env=env)
         try:
             self.addr = self._wait_for_address()
             self._wait_until_serving()

@@ -20,6 +20,7 @@ from flamewatch.querier.config import QuerierConfig
 from flamewatch.querier.engine import Querier
 from flamewatch.querier.incidents import CPU, HEAP_INUSE, Incidents, annotation_json, incident_json
 from flamewatch.querier.paths import PathIndex
+from flamewatch.rpc.errors import NotFoundError
 from flamewatch.storage.objstore import FilesystemConfig, ObjectStore, open_object_store
 
 pytestmark = [pytest.mark.postgres, pytest.mark.go]
@@ -77,9 +78,14 @@ def test_a_kill_links_the_last_heap_before_it_the_first_of_its_run_and_the_growt
     assert ev.ui_path == f"/?view=incidents&incident={incident.recorded.id}"
 
     q = querier(db, store)
-    for link in (ev.last_heap, ev.first_heap, ev.cpu_before, ev.alloc_growth.left):
+    for link in (ev.last_heap, ev.first_heap, ev.cpu_before):
         merged = q.merge(TENANT, link.query, link.start_ns, link.end_ns)
         assert merged.profiles == 1 and merged.tree is not None, link
+    # allocations: the run's first and last stretch (25 s each here, half of the 50 s run), not one profile
+    left, right = ev.alloc_growth.left, ev.alloc_growth.right
+    assert (left.start_ns, left.end_ns, right.start_ns, right.end_ns) == (
+        stored + 10 * S, stored + 35 * S, stored + 35 * S, stored + 60 * S)
+    assert q.merge(TENANT, left.query, left.start_ns, left.end_ns).profiles == 3
     as_json = incident_json(incident)
     assert as_json["evidence"]["last_heap"]["time"] == stored + 60 * S and as_json["exit_code"] == 137
     note = annotation_json(incident)
@@ -110,6 +116,15 @@ def test_tenants_and_selectors_keep_incidents_apart(db, store, stored):
         ["api-other"]
     assert Incidents(db).list(TENANT, stored, stored + 120 * S, selector='{pod="api-7d9f"}') == []
     assert len(Incidents(db).list("team-b", stored, stored + 120 * S, selector='{pod=~"api-.*"}')) == 1
+
+
+def test_one_incident_by_its_id_as_its_permalink_names_it_and_only_in_its_tenant(db, store, stored):
+    record(db, [Event("oom_kill", stored + 65 * S, POD, exit_code=137)])
+    [listed] = Incidents(db).list(TENANT, stored, stored + 120 * S)
+    one = Incidents(db).get(TENANT, listed.recorded.id)
+    assert incident_json(one) == incident_json(listed)
+    with pytest.raises(NotFoundError, match=f"no incident {listed.recorded.id} in tenant 'team-b'"):
+        Incidents(db).get("team-b", listed.recorded.id)
 
 
 @pytest.mark.parametrize(("event", "problem"), [

@@ -129,3 +129,28 @@ def test_a_stopping_server_does_not_wait_for_an_idle_client(pki):
             return time.monotonic() - started
 
     assert asyncio.run(run()) < 5
+
+
+def test_a_client_that_waits_before_its_first_bytes_is_still_told_or_served(pki):
+    """The first byte is looked at at once when it is there (most clients send it with the connection)
+    and waited for otherwise: a client that connects and pauses is answered as one that does not."""
+    ca, tls = pki
+
+    async def run() -> None:
+        async with serving(tls) as port, client(ca) as secure:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            await asyncio.sleep(0.3)  # the server has looked, found nothing and waits
+            writer.write(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            answer = await asyncio.wait_for(reader.read(), 10)
+            writer.close()
+            assert answer.startswith(b"HTTP/1.0 400 Bad Request") and b"This port speaks HTTPS" in answer
+            raw_reader, raw_writer = await asyncio.open_connection("127.0.0.1", port)
+            await asyncio.sleep(0.3)
+            context = ssl.create_default_context(cafile=str(ca.cert))
+            await raw_writer.start_tls(context, server_hostname="127.0.0.1")
+            raw_writer.write(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            assert (await asyncio.wait_for(raw_reader.read(), 10)).endswith(b"https -")
+            raw_writer.close()
+            assert (await secure.get(f"https://127.0.0.1:{port}/")).text == "https -"
+
+    asyncio.run(run())

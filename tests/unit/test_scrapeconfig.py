@@ -12,6 +12,7 @@ from flamewatch.collector.config import (
     FileConfig,
     FileSDConfig,
     GlobalConfig,
+    IncidentsConfig,
     KubernetesNamespaces,
     KubernetesSDConfig,
     KubernetesSelector,
@@ -41,7 +42,7 @@ def check_minimal(cfg: FileConfig) -> None:
     assert job.static_configs == (StaticConfig(("127.0.0.1:6060",), {}),)
     assert job.profiling_config == ProfilingConfig("", default_pprof_config(10.0))
     assert _pprof(cfg)["process_cpu"] == PprofEndpoint(True, "/debug/pprof/profile", True, 10)
-    assert _pprof(cfg)["memory"] == PprofEndpoint(True, "/debug/pprof/allocs", False, None)
+    assert _pprof(cfg)["memory"] == PprofEndpoint(True, "/debug/pprof/allocs", False, None, 5.0)
     assert job == ScrapeConfig("demo", static_configs=(StaticConfig(("127.0.0.1:6060",)),))
 
 
@@ -60,7 +61,7 @@ def check_global_timeout_default(cfg: FileConfig) -> None:
 
 def check_pprof_merge(cfg: FileConfig) -> None:
     pprof = _pprof(cfg)
-    assert pprof["memory"] == PprofEndpoint(True, "/debug/pprof/heap", False, None)
+    assert pprof["memory"] == PprofEndpoint(True, "/debug/pprof/heap", False, None, 5.0)
     assert pprof["goroutine"] == PprofEndpoint(False, "/debug/pprof/goroutine", False, None)
     assert pprof["mutex"] == PprofEndpoint(True, "/debug/pprof/mutex", True, 15)  # delta: seconds = interval
     assert pprof["threads"] == PprofEndpoint(True, "/debug/pprof/threadcreate", False, None)
@@ -74,7 +75,7 @@ def check_path_prefix(cfg: FileConfig) -> None:
     assert cfg.scrape_configs[0].scrape_timeout_s == 0.5
     assert profiling.endpoints() == {
         "process_cpu": PprofEndpoint(True, "/service-a/debug/pprof/profile", True, 3),
-        "memory": PprofEndpoint(True, "/service-a/debug/pprof/allocs", False, None),
+        "memory": PprofEndpoint(True, "/service-a/debug/pprof/allocs", False, None),  # 500ms: fast is no faster
         "goroutine": PprofEndpoint(True, "/service-a/debug/pprof/goroutine", False, None),
     }
 
@@ -146,7 +147,18 @@ def check_kubernetes_sd(cfg: FileConfig) -> None:
     )
 
 
+def check_incidents(cfg: FileConfig) -> None:
+    pods, quiet, services = cfg.scrape_configs
+    assert pods.incidents == IncidentsConfig(True) and pods.watches_pods() == pods.kubernetes_sd_configs
+    assert _pprof(cfg, 0)["memory"] == PprofEndpoint(True, "/debug/pprof/heap", False, None, 2.0)
+    assert quiet.incidents == IncidentsConfig(False) and quiet.watches_pods() == ()
+    assert _pprof(cfg, 1)["memory"].fast_scrape_interval_s is None  # 0s: off
+    assert services.watches_pods() == ()  # no pod discovery: nothing to watch
+    assert _pprof(cfg, 2)["memory"].fast_scrape_interval_s is None  # the default 5s is no faster than 3s
+
+
 GOOD = {
+    "incidents.good.yml": check_incidents,
     "kubernetes_sd.good.yml": check_kubernetes_sd,
     "minimal.good.yml": check_minimal,
     "global_inherit.good.yml": check_global_inherit,
@@ -164,6 +176,9 @@ GOOD = {
 }
 
 EXPECTED_ERRORS = {
+    "incidents_unknown_field.bad.yml": "scrape_configs[0].incidents.enable: unknown field (did you mean enabled?)",
+    "pprof_fast_not_faster.bad.yml": "scrape_configs[0].profiling_config.pprof_config.memory.fast_scrape_interval: "
+    "5s must be shorter than scrape_interval 5s (0s turns fast scraping off)",
     "kubernetes_sd_unknown_role.bad.yml": 'scrape_configs[0].kubernetes_sd_configs[0].role: unknown role "ingress", '
     "expected one of pod, endpoints, endpointslice, service, node",
     "kubernetes_sd_selector_role.bad.yml": 'scrape_configs[0].kubernetes_sd_configs[0].selectors[0].role: "service" '
@@ -252,7 +267,8 @@ def test_example_file_loads():
     assert flamewatch.profiling_config.endpoints() == {  # its heap only with --self-profiling.heap
         "process_cpu": PprofEndpoint(True, "/debug/pprof/profile", True, 10),
     }
-    assert flamewatch.profiling_config.pprof_config["memory"] == PprofEndpoint(False, "/debug/pprof/heap", False)
+    memory = flamewatch.profiling_config.pprof_config["memory"]
+    assert memory == PprofEndpoint(False, "/debug/pprof/heap", False, None, 5.0)
 
 
 def test_parse_config_names_its_source():

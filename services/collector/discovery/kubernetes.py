@@ -39,7 +39,7 @@ from flamewatch.collector.discovery.kubernetes_labels import (
 from flamewatch.collector.discovery.kubernetes_watch import Change, Informer, ListCall, Replace, poster
 from flamewatch.collector.targetgroup import TargetGroup
 
-__all__ = ["RESYNC_S", "SERVICE_ACCOUNT_DIR", "KubernetesDiscoverer", "kubernetes_discoverer"]
+__all__ = ["RESYNC_S", "SERVICE_ACCOUNT_DIR", "KubernetesDiscoverer", "informers", "kubernetes_discoverer"]
 
 RESYNC_S = 600.0
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
@@ -99,6 +99,40 @@ def own_namespace(config: KubernetesSDConfig) -> str:
     return "default"
 
 
+def informers(name: str, config: KubernetesSDConfig, kinds: tuple[str, ...], post: Callable[[Replace | Change], None],
+              stop: threading.Event, **options: Any) -> list[Informer]:
+    """One informer per kind and namespace of `config` (its API server, credentials, namespaces and
+    selectors), posting to `post`; `options` are the Informer's (resync_s, backoff)."""
+    namespaces = list(config.namespaces.names)
+    if config.namespaces.own_namespace:
+        namespaces.append(own_namespace(config))
+    connect = functools.cache(lambda: api_client(config))
+    return [Informer(name, kind, namespace, functools.partial(_lister, connect, kind, namespace),
+                     _selectors(config, kind), post, stop, **options)
+            for kind in kinds
+            for namespace in ([""] if kind in _CLUSTER_SCOPED else sorted(set(namespaces)) or [""])]
+
+
+def _lister(connect: Callable[[], k8s.ApiClient], kind: str, namespace: str) -> ListCall:
+    try:
+        api_class, namespaced, everywhere = _LISTS[kind]
+        api = api_class(connect())
+    except Exception:
+        connect.cache_clear()  # type: ignore[attr-defined]  # a fixed kubeconfig is read again next time
+        raise
+    if namespace:
+        return getattr(api, namespaced), (namespace,)
+    return getattr(api, everywhere), ()
+
+
+def _selectors(config: KubernetesSDConfig, kind: str) -> dict[str, str]:
+    for selector in config.selectors:
+        if selector.role == kind:
+            return {key: value for key, value in (("label_selector", selector.label),
+                                                  ("field_selector", selector.field)) if value}
+    return {}
+
+
 class KubernetesDiscoverer:
     def __init__(self, name: str, config: KubernetesSDConfig, *, resync_s: float = RESYNC_S,
                  backoff: tuple[float, float] | None = None):
@@ -147,34 +181,8 @@ class KubernetesDiscoverer:
     # ---------------------------------------------------------------------------------- informers
 
     def _informers(self, post: Callable[[Replace | Change], None], stop: threading.Event) -> list[Informer]:
-        namespaces = list(self.config.namespaces.names)
-        if self.config.namespaces.own_namespace:
-            namespaces.append(own_namespace(self.config))
-        connect = functools.cache(lambda: api_client(self.config))
         options = {"resync_s": self._resync_s} | ({"backoff": self._backoff} if self._backoff else {})
-        return [Informer(self.name, kind, namespace, functools.partial(self._lister, connect, kind, namespace),
-                         self._selectors(kind), post, stop, **options)
-                for kind in _KINDS[self.role]
-                for namespace in ([""] if kind in _CLUSTER_SCOPED else sorted(set(namespaces)) or [""])]
-
-    @staticmethod
-    def _lister(connect: Callable[[], k8s.ApiClient], kind: str, namespace: str) -> ListCall:
-        try:
-            api_class, namespaced, everywhere = _LISTS[kind]
-            api = api_class(connect())
-        except Exception:
-            connect.cache_clear()  # type: ignore[attr-defined]  # a fixed kubeconfig is read again next time
-            raise
-        if namespace:
-            return getattr(api, namespaced), (namespace,)
-        return getattr(api, everywhere), ()
-
-    def _selectors(self, kind: str) -> dict[str, str]:
-        for selector in self.config.selectors:
-            if selector.role == kind:
-                return {key: value for key, value in (("label_selector", selector.label),
-                                                      ("field_selector", selector.field)) if value}
-        return {}
+        return informers(self.name, self.config, _KINDS[self.role], post, stop, **options)
 
     # ------------------------------------------------------------------------------------- events
 

@@ -78,7 +78,7 @@ class DiffLink(_message.Message):
     def __init__(self, left_query: _Optional[str] = ..., left_range: _Optional[_Union[_types_pb2.TimeRange, _Mapping]] = ..., right_query: _Optional[str] = ..., right_range: _Optional[_Union[_types_pb2.TimeRange, _Mapping]] = ...) -> None: ...
 
 class Evidence(_message.Message):
-    __slots__ = ("last_heap", "last_heap_age_ns", "first_heap", "inuse_growth", "alloc_growth", "cpu_before", "notes", "ui_path")
+    __slots__ = ("last_heap", "last_heap_age_ns", "first_heap", "inuse_growth", "alloc_growth", "cpu_before", "notes", "ui_path", "change")
     LAST_HEAP_FIELD_NUMBER: _ClassVar[int]
     LAST_HEAP_AGE_NS_FIELD_NUMBER: _ClassVar[int]
     FIRST_HEAP_FIELD_NUMBER: _ClassVar[int]
@@ -87,6 +87,7 @@ class Evidence(_message.Message):
     CPU_BEFORE_FIELD_NUMBER: _ClassVar[int]
     NOTES_FIELD_NUMBER: _ClassVar[int]
     UI_PATH_FIELD_NUMBER: _ClassVar[int]
+    CHANGE_FIELD_NUMBER: _ClassVar[int]
     last_heap: ProfileLink
     last_heap_age_ns: int
     first_heap: ProfileLink
@@ -95,7 +96,8 @@ class Evidence(_message.Message):
     cpu_before: ProfileLink
     notes: _containers.RepeatedScalarFieldContainer[str]
     ui_path: str
-    def __init__(self, last_heap: _Optional[_Union[ProfileLink, _Mapping]] = ..., last_heap_age_ns: _Optional[int] = ..., first_heap: _Optional[_Union[ProfileLink, _Mapping]] = ..., inuse_growth: _Optional[_Union[DiffLink, _Mapping]] = ..., alloc_growth: _Optional[_Union[DiffLink, _Mapping]] = ..., cpu_before: _Optional[_Union[ProfileLink, _Mapping]] = ..., notes: _Optional[_Iterable[str]] = ..., ui_path: _Optional[str] = ...) -> None: ...
+    change: DiffLink
+    def __init__(self, last_heap: _Optional[_Union[ProfileLink, _Mapping]] = ..., last_heap_age_ns: _Optional[int] = ..., first_heap: _Optional[_Union[ProfileLink, _Mapping]] = ..., inuse_growth: _Optional[_Union[DiffLink, _Mapping]] = ..., alloc_growth: _Optional[_Union[DiffLink, _Mapping]] = ..., cpu_before: _Optional[_Union[ProfileLink, _Mapping]] = ..., notes: _Optional[_Iterable[str]] = ..., ui_path: _Optional[str] = ..., change: _Optional[_Union[DiffLink, _Mapping]] = ...) -> None: ...
 
 class Incident(_message.Message):
     __slots__ = ("id", "event", "evidence", "recorded_ns")
@@ -114,3 +116,9 @@ class ListIncidentsResponse(_message.Message):
     INCIDENTS_FIELD_NUMBER: _ClassVar[int]
     incidents: _containers.RepeatedCompositeFieldContainer[Incident]
     def __init__(self, incidents: _Optional[_Iterable[_Union[Incident, _Mapping]]] = ...) -> None: ...
+
+class GetIncidentRequest(_message.Message):
+    __slots__ = ("id",)
+    ID_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    def __init__(self, id: _Optional[int] = ...) -> None: ...

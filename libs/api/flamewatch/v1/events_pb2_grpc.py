@@ -118,6 +118,11 @@ class IncidentServiceStub:
                 request_serializer=flamewatch_dot_v1_dot_events__pb2.ListIncidentsRequest.SerializeToString,
                 response_deserializer=flamewatch_dot_v1_dot_events__pb2.ListIncidentsResponse.FromString,
                 _registered_method=True)
+        self.Get = channel.unary_unary(
+                '/flamewatch.v1.IncidentService/Get',
+                request_serializer=flamewatch_dot_v1_dot_events__pb2.GetIncidentRequest.SerializeToString,
+                response_deserializer=flamewatch_dot_v1_dot_events__pb2.Incident.FromString,
+                _registered_method=True)
 
 
 class IncidentServiceServicer:
@@ -131,6 +136,13 @@ class IncidentServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Get(self, request, context):
+        """One incident by its id (the one its UI permalink carries); NOT_FOUND in another tenant.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_IncidentServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -138,6 +150,11 @@ def add_IncidentServiceServicer_to_server(servicer, server):
                     servicer.List,
                     request_deserializer=flamewatch_dot_v1_dot_events__pb2.ListIncidentsRequest.FromString,
                     response_serializer=flamewatch_dot_v1_dot_events__pb2.ListIncidentsResponse.SerializeToString,
+            ),
+            'Get': grpc.unary_unary_rpc_method_handler(
+                    servicer.Get,
+                    request_deserializer=flamewatch_dot_v1_dot_events__pb2.GetIncidentRequest.FromString,
+                    response_serializer=flamewatch_dot_v1_dot_events__pb2.Incident.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -168,6 +185,33 @@ class IncidentService:
             '/flamewatch.v1.IncidentService/List',
             flamewatch_dot_v1_dot_events__pb2.ListIncidentsRequest.SerializeToString,
             flamewatch_dot_v1_dot_events__pb2.ListIncidentsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Get(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flamewatch.v1.IncidentService/Get',
+            flamewatch_dot_v1_dot_events__pb2.GetIncidentRequest.SerializeToString,
+            flamewatch_dot_v1_dot_events__pb2.Incident.FromString,
             options,
             channel_credentials,
             insecure,

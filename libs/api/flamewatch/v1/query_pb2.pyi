@@ -261,3 +261,61 @@ class DiffResponse(_message.Message):
     FLAMEGRAPH_FIELD_NUMBER: _ClassVar[int]
     flamegraph: FlameGraphDiff
     def __init__(self, flamegraph: _Optional[_Union[FlameGraphDiff, _Mapping]] = ...) -> None: ...
+
+class ChangesRequest(_message.Message):
+    __slots__ = ("a_query", "a_range", "b_query", "b_range", "order", "alpha", "limit")
+    A_QUERY_FIELD_NUMBER: _ClassVar[int]
+    A_RANGE_FIELD_NUMBER: _ClassVar[int]
+    B_QUERY_FIELD_NUMBER: _ClassVar[int]
+    B_RANGE_FIELD_NUMBER: _ClassVar[int]
+    ORDER_FIELD_NUMBER: _ClassVar[int]
+    ALPHA_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    a_query: str
+    a_range: _types_pb2.TimeRange
+    b_query: str
+    b_range: _types_pb2.TimeRange
+    order: str
+    alpha: float
+    limit: int
+    def __init__(self, a_query: _Optional[str] = ..., a_range: _Optional[_Union[_types_pb2.TimeRange, _Mapping]] = ..., b_query: _Optional[str] = ..., b_range: _Optional[_Union[_types_pb2.TimeRange, _Mapping]] = ..., order: _Optional[str] = ..., alpha: _Optional[float] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class ShareChange(_message.Message):
+    __slots__ = ("a", "b", "change", "low", "high", "p", "significant")
+    A_FIELD_NUMBER: _ClassVar[int]
+    B_FIELD_NUMBER: _ClassVar[int]
+    CHANGE_FIELD_NUMBER: _ClassVar[int]
+    LOW_FIELD_NUMBER: _ClassVar[int]
+    HIGH_FIELD_NUMBER: _ClassVar[int]
+    P_FIELD_NUMBER: _ClassVar[int]
+    SIGNIFICANT_FIELD_NUMBER: _ClassVar[int]
+    a: float
+    b: float
+    change: float
+    low: float
+    high: float
+    p: float
+    significant: bool
+    def __init__(self, a: _Optional[float] = ..., b: _Optional[float] = ..., change: _Optional[float] = ..., low: _Optional[float] = ..., high: _Optional[float] = ..., p: _Optional[float] = ..., significant: _Optional[bool] = ...) -> None: ...
+
+class FunctionChange(_message.Message):
+    __slots__ = ("name", "self", "total")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SELF_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    self: ShareChange
+    total: ShareChange
+    def __init__(self_, name: _Optional[str] = ..., self: _Optional[_Union[ShareChange, _Mapping]] = ..., total: _Optional[_Union[ShareChange, _Mapping]] = ...) -> None: ...
+
+class ChangesResponse(_message.Message):
+    __slots__ = ("functions", "a_profiles", "b_profiles", "notes")
+    FUNCTIONS_FIELD_NUMBER: _ClassVar[int]
+    A_PROFILES_FIELD_NUMBER: _ClassVar[int]
+    B_PROFILES_FIELD_NUMBER: _ClassVar[int]
+    NOTES_FIELD_NUMBER: _ClassVar[int]
+    functions: _containers.RepeatedCompositeFieldContainer[FunctionChange]
+    a_profiles: int
+    b_profiles: int
+    notes: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, functions: _Optional[_Iterable[_Union[FunctionChange, _Mapping]]] = ..., a_profiles: _Optional[int] = ..., b_profiles: _Optional[int] = ..., notes: _Optional[_Iterable[str]] = ...) -> None: ...

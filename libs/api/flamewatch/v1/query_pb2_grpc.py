@@ -74,6 +74,11 @@ class QueryServiceStub:
                 request_serializer=flamewatch_dot_v1_dot_query__pb2.DiffRequest.SerializeToString,
                 response_deserializer=flamewatch_dot_v1_dot_query__pb2.DiffResponse.FromString,
                 _registered_method=True)
+        self.Changes = channel.unary_unary(
+                '/flamewatch.v1.QueryService/Changes',
+                request_serializer=flamewatch_dot_v1_dot_query__pb2.ChangesRequest.SerializeToString,
+                response_deserializer=flamewatch_dot_v1_dot_query__pb2.ChangesResponse.FromString,
+                _registered_method=True)
 
 
 class QueryServiceServicer:
@@ -131,6 +136,15 @@ class QueryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Changes(self, request, context):
+        """What changed from selection a to b, function by function, each stored profile one observation:
+        the change of each function's share (self and total) with its 95 % interval and a rank test's
+        p-value adjusted for the false discovery rate. Largest increase first.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_QueryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -173,6 +187,11 @@ def add_QueryServiceServicer_to_server(servicer, server):
                     servicer.Diff,
                     request_deserializer=flamewatch_dot_v1_dot_query__pb2.DiffRequest.FromString,
                     response_serializer=flamewatch_dot_v1_dot_query__pb2.DiffResponse.SerializeToString,
+            ),
+            'Changes': grpc.unary_unary_rpc_method_handler(
+                    servicer.Changes,
+                    request_deserializer=flamewatch_dot_v1_dot_query__pb2.ChangesRequest.FromString,
+                    response_serializer=flamewatch_dot_v1_dot_query__pb2.ChangesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -391,6 +410,33 @@ class QueryService:
             '/flamewatch.v1.QueryService/Diff',
             flamewatch_dot_v1_dot_query__pb2.DiffRequest.SerializeToString,
             flamewatch_dot_v1_dot_query__pb2.DiffResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Changes(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flamewatch.v1.QueryService/Changes',
+            flamewatch_dot_v1_dot_query__pb2.ChangesRequest.SerializeToString,
+            flamewatch_dot_v1_dot_query__pb2.ChangesResponse.FromString,
             options,
             channel_credentials,
             insecure,

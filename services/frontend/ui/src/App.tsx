@@ -1,11 +1,12 @@
 // The page: state from the URL, the header with its tenant picker, the query bar, and the view it names
-// (explore, compare, targets).
+// (explore, compare, targets, incidents).
 
 import { useCallback, useEffect, useMemo, useState } from "react";
 import { api, exactSelector, setTenant } from "./api/client";
 import type { ProfileType } from "./api/types";
 import { ComparePage } from "./components/ComparePage";
 import { ExplorePage } from "./components/ExplorePage";
+import { IncidentsPage } from "./components/IncidentsPage";
 import { RangePicker } from "./components/RangePicker";
 import { SelectorInput } from "./components/SelectorInput";
 import { Empty, ErrorBox, Spinner } from "./components/Status";
@@ -13,6 +14,7 @@ import { TargetsPage } from "./components/TargetsPage";
 import { TenantPicker } from "./components/TenantPicker";
 import { useApi } from "./components/useApi";
 import { parseTypeId, readableTypeName, sortTypes } from "./flamegraph/profileTypes";
+import { INCIDENT_KINDS } from "./state/events";
 import { isMinorChange, parseState, stateToSearch, switchTenant, type UiState, type View } from "./state/url";
 
 const REFRESH_CHOICES: [string, string][] = [["", "off"], ["10s", "10s"], ["30s", "30s"], ["1m", "1m"], ["5m", "5m"]];
@@ -20,6 +22,7 @@ const REFRESH_MS: Record<string, number> = { "10s": 10e3, "30s": 30e3, "1m": 60e
 const PREFERRED_TYPE = "process_cpu:cpu:nanoseconds:cpu:nanoseconds";
 // Flamewatch profiles itself; a first visit opens another service (the program being watched) when there is one.
 const SELF_SERVICE = "flamewatch";
+const VIEW_NAMES: [View, string][] = [["single", "Explore"], ["compare", "Compare"], ["targets", "Targets"], ["incidents", "Incidents"]];
 
 function useUrlState(): [UiState, (patch: Partial<UiState>, replace?: boolean) => void] {
   const [state, setState] = useState(() => parseState(window.location.search));
@@ -80,7 +83,7 @@ export function App() {
       <header className="topbar">
         <a className="brand" href="?">Flamewatch</a>
         <nav aria-label="views">
-          {([["single", "Explore"], ["compare", "Compare"], ["targets", "Targets"]] as [View, string][]).map(([v, label]) => (
+          {VIEW_NAMES.map(([v, label]) => (
             <button key={v} type="button" className={state.view === v ? "selected" : ""} aria-current={state.view === v ? "page" : undefined}
               onClick={() => update({ view: v })}>{label}</button>
           ))}
@@ -112,10 +115,12 @@ function Workspace({ state, update, theme, tick, refresh }: WorkspaceProps) {
   const type: ProfileType | null = sorted.find((t) => t.id === state.type) ?? parseTypeId(state.type);
   const typeMatch = type ? exactSelector({ __profile_type__: type.id }) : "";
   const labelNames = useApi((s) => api.labelNames(typeMatch, range, s), `${typeMatch}|${range.from}|${range.until}`);
+  const profiles = state.view === "single" || state.view === "compare";  // the views that need a profile type
 
-  // A first visit picks CPU and a service for the user; the URL then says what was picked.
+  // A first visit picks CPU and a service for the user; the URL then says what was picked. Not on the
+  // Incidents page: a service picked there would filter its list.
   useEffect(() => {
-    if (state.type || sorted.length === 0) return;
+    if (state.type || sorted.length === 0 || state.view === "incidents") return;
     const pick = sorted.find((t) => t.id === PREFERRED_TYPE) ?? sorted[0];
     const patch: Partial<UiState> = { type: pick.id };
     let live = true;  // a tenant switched meanwhile must not get this one's pick
@@ -126,23 +131,32 @@ function Workspace({ state, update, theme, tick, refresh }: WorkspaceProps) {
     return () => {
       live = false;
     };
-  }, [sorted, state.type]);
+  }, [sorted, state.type, state.view]);
 
   return (
     <>
       {state.view !== "targets" && (
         <div className="querybar">
-          <label className="type-picker">
+          {profiles && <label className="type-picker">
             <span className="visually-hidden">Profile type</span>
             <select aria-label="profile type" value={type?.id ?? ""} onChange={(e) => update({ type: e.target.value, selFrom: "", selUntil: "", time: "" })}>
               {!type && <option value="">{types.loading ? "loading…" : "no profile types"}</option>}
               {type && !sorted.some((t) => t.id === type.id) && <option value={type.id}>{readableTypeName(type)}</option>}
               {sorted.map((t) => <option key={t.id} value={t.id} title={t.id}>{readableTypeName(t)}</option>)}
             </select>
-          </label>
-          {state.view === "single" && (
+          </label>}
+          {state.view === "incidents" && (
+            <label>
+              Kind{" "}
+              <select aria-label="incident kind" value={state.kind} onChange={(e) => update({ kind: e.target.value, incident: "" })}>
+                <option value="">all</option>
+                {INCIDENT_KINDS.map(([k, name]) => <option key={k} value={k}>{name}</option>)}
+              </select>
+            </label>
+          )}
+          {(state.view === "single" || state.view === "incidents") && (
             <>
-              <SelectorInput id="selector" value={state.selector} profileType={type?.id ?? ""} range={range}
+              <SelectorInput id="selector" value={state.selector} profileType={profiles ? type?.id ?? "" : ""} range={range}
                 onChange={(selector) => update({ selector, selFrom: "", selUntil: "", time: "" })} />
               <RangePicker idPrefix="range" from={state.from} until={state.until}
                 onChange={(from, until) => update({ from, until, selFrom: "", selUntil: "", time: "" })} />
@@ -160,12 +174,13 @@ function Workspace({ state, update, theme, tick, refresh }: WorkspaceProps) {
 
       <main>
         {state.view === "targets" && <TargetsPage tick={tick} />}
-        {state.view !== "targets" && types.error && (
+        {state.view === "incidents" && <IncidentsPage state={state} update={update} theme={theme} tick={tick} />}
+        {profiles && types.error && (
           <ErrorBox title={state.tenant ? `Tenant “${state.tenant}” could not be read` : "The profile types could not be loaded"}
             message={types.error} />
         )}
-        {state.view !== "targets" && !type && types.loading && <Spinner label="Loading profile types…" />}
-        {state.view !== "targets" && !type && types.data?.length === 0 && (
+        {profiles && !type && types.loading && <Spinner label="Loading profile types…" />}
+        {profiles && !type && types.data?.length === 0 && (
           <Empty>No profiles stored in the last 7 days yet. Scrapes land within a scrape interval: check <a href="?view=targets">Targets</a>.</Empty>
         )}
         {state.view === "single" && type && (

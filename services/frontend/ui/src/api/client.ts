@@ -1,7 +1,7 @@
 // The one module that talks to the REST API under /api/v1: components never build URLs by hand, nor
 // headers: every call names the tenant picked in the header (X-Scope-OrgID), set once by the App.
 
-import type { DiffData, FlamegraphAnswer, ProfileType, RangeAnswer, Target, Tenant } from "./types";
+import type { DiffData, FlamegraphAnswer, Incident, ProfileType, RangeAnswer, Target, Tenant } from "./types";
 
 /** An answer other than 2xx, carrying the server's own message. */
 export class ApiError extends Error {
@@ -181,6 +181,18 @@ export const api = {
 
   targets: (signal?: AbortSignal) =>
     getJson<{ data: { activeTargets: Target[] } }>("targets", {}, signal).then((a) => a.data.activeTargets),
+
+  /** Incidents in a range whose labels match the selector, newest first; `kinds` empty for every kind. */
+  incidents: (range: TimeRange, selector: string, kinds: string[], signal?: AbortSignal) =>
+    getJson<{ incidents: Incident[] }>(
+      "incidents",
+      { from: range.from, until: range.until, query: selector.trim() || undefined, kind: kinds },
+      signal,
+    ).then((a) => a.incidents),
+
+  /** One incident by its id, as its permalink names it. */
+  incident: (id: string, signal?: AbortSignal) =>
+    getJson<Incident>(`incidents/${encodeURIComponent(id)}`, {}, signal),
 
   /** The merge as gzipped pprof: its URL for a link, and the download itself (opens in `go tool pprof`). */
   pprofUrl: (query: string, range: TimeRange, time?: number) => apiUrl("query", pprofParams(query, range, time)),

@@ -57,3 +57,50 @@ export interface Target {
   lastScrapeDuration: number;
   lastError: string;
 }
+
+/** Evidence as a query the API answers: a merge over a range, or with `time` the one profile of that time. */
+export interface ProfileLink {
+  query: string;
+  /** Epoch nanoseconds. */
+  from: number;
+  until: number;
+  time?: number;
+}
+
+/** A diff as two queries: left the baseline, right the comparison. */
+export interface DiffLink {
+  left: ProfileLink;
+  right: ProfileLink;
+}
+
+/** The profiles that explain an incident (services/querier/incidents.py); what cannot be linked is in `notes`. */
+export interface Evidence {
+  last_heap: ProfileLink | null;
+  /** Nanoseconds between the last heap profile and the incident; null without one. */
+  last_heap_age_ns: number | null;
+  first_heap: ProfileLink | null;
+  inuse_growth: DiffLink | null;
+  alloc_growth: DiffLink | null;
+  cpu_before: ProfileLink | null;
+  notes: string[];
+  /** The UI's permalink of the incident (`/?view=incidents&incident=<id>`). */
+  ui_path: string;
+}
+
+/** An event (OOM kill, restart with an error) with its evidence (GET /api/v1/incidents). */
+export interface Incident {
+  id: number;
+  kind: string;
+  /** Epoch nanoseconds. */
+  time: number;
+  labels: Record<string, string>;
+  exit_code: number;
+  /** 0: none or unknown. */
+  memory_limit_bytes: number;
+  restart_count: number;
+  started_ns: number;
+  message: string;
+  key: string;
+  recorded: number;
+  evidence: Evidence;
+}

@@ -4,7 +4,7 @@
 import { useCallback, useMemo } from "react";
 import { api, queryText } from "../api/client";
 import type { DiffData, ProfileType } from "../api/types";
-import { diffColor, diffRows, formatChange, LEGEND_STOPS } from "../flamegraph/diff";
+import { diffColor, diffRows, formatChange, LEGEND_STOPS, type DiffOrder } from "../flamegraph/diff";
 import { formatValue } from "../flamegraph/profileTypes";
 import type { Side, UiState } from "../state/url";
 import { FlamegraphView, MaxNodesControl } from "./FlamegraphView";
@@ -61,7 +61,7 @@ export function ComparePage({ state, type, tick, theme, update }: Props) {
         )}
         {diff.data && !empty && (
           <>
-            <div className="diff-legend-line"><Legend /></div>
+            <div className="diff-legend-line"><DiffLegend /></div>
             <FlamegraphView data={diff.data} unit={type.sample_unit} search={state.search} onSearch={onSearch}
               focus={state.focus} onFocus={onFocus} theme={theme} step={7} />
             <DiffTable data={diff.data} unit={type.sample_unit} />
@@ -85,7 +85,8 @@ function SideEditor({ name, title, side, type, onChange }: {
   );
 }
 
-function Legend() {
+/** The diff colours and what they mean; shared with the evidence panes of events. */
+export function DiffLegend() {
   return (
     <span className="diff-legend" aria-label="colour legend">
       <span>shrank</span>
@@ -98,11 +99,12 @@ function Legend() {
   );
 }
 
-function DiffTable({ data, unit }: { data: DiffData; unit: string }) {
-  const rows = useMemo(() => diffRows(data).slice(0, 30), [data]);
+/** The functions that changed most (diffRows' order), the first `limit`. */
+export function DiffTable({ data, unit, limit = 30, order = "share" }: { data: DiffData; unit: string; limit?: number; order?: DiffOrder }) {
+  const rows = useMemo(() => diffRows(data, order).slice(0, limit), [data, limit, order]);
   return (
     <table className="diff-table" aria-label="largest changes">
-      <caption>Largest changes</caption>
+      <caption>{order === "growth" ? "Largest growth (self)" : "Largest changes"}</caption>
       <thead>
         <tr><th>Function</th><th>Left</th><th>Right</th><th>Delta</th><th>Change</th></tr>
       </thead>

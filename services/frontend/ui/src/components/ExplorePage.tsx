@@ -1,16 +1,18 @@
-// One selection: the timeline of its totals and the flamegraph of the range (or the dragged part of
-// it, or the one profile clicked).
+// One selection: the timeline of its totals, with the incidents of the range that match the selector
+// marked on it, and the flamegraph of the range (or the dragged part of it, or the one profile clicked).
 
 import { useCallback, useMemo, useState } from "react";
 import { api, queryText, type TimeRange } from "../api/client";
 import type { ProfileType } from "../api/types";
 import { formatValue } from "../flamegraph/profileTypes";
+import { kindName, programName } from "../state/events";
+import { nsToMs } from "../state/evidence";
 import { compareSides } from "../state/compare";
 import type { UiState } from "../state/url";
 import { describeRange, formatLocal, resolveTime } from "../state/time";
 import { FlamegraphView, MaxNodesControl } from "./FlamegraphView";
 import { Empty, ErrorBox, Spinner } from "./Status";
-import { Timeline } from "./Timeline";
+import { Timeline, type TimelineMarker } from "./Timeline";
 import { useApi } from "./useApi";
 
 interface Props {
@@ -33,6 +35,7 @@ export function ExplorePage({ state, type, labelNames, tick, theme, update }: Pr
     `${query}|${range.from}|${range.until}|${state.groupBy}|${tick}`);
   const flame = useApi((s) => api.flamegraph(query, merged, state.maxNodes, time, s),
     `${query}|${merged.from}|${merged.until}|${state.time}|${state.maxNodes}|${tick}`);
+  const markers = useIncidentMarkers(range, state.selector, tick);
   const onSearch = useCallback((search: string) => update({ search }), [update]);
   const onFocus = useCallback((focus: string) => update({ focus }), [update]);
   const [downloadError, setDownloadError] = useState<string | null>(null);
@@ -78,6 +81,8 @@ export function ExplorePage({ state, type, labelNames, tick, theme, update }: Pr
             onSelect={(lo, hi) => update({ selFrom: String(lo), selUntil: String(hi), time: "" })}
             onPoint={(ms) => update({ time: String(ms), selFrom: "", selUntil: "" })}
             theme={theme}
+            markers={markers}
+            onMarker={(incident) => update({ view: "incidents", incident })}
           />
         )}
       </section>
@@ -112,4 +117,14 @@ export function ExplorePage({ state, type, labelNames, tick, theme, update }: Pr
       </section>
     </>
   );
+}
+
+/** The incidents of the range whose labels match the selector, as timeline markers: one request per
+ * range, selector or refresh; a failure leaves the timeline without markers rather than failing it. */
+function useIncidentMarkers(range: TimeRange, selector: string, tick: number): TimelineMarker[] {
+  const incidents = useApi((s) => api.incidents(range, selector, [], s), `${range.from}|${range.until}|${selector}|${tick}`);
+  return useMemo(() => (incidents.data ?? []).map((i) => {
+    const ms = nsToMs(i.time);
+    return { id: String(i.id), ms, kind: i.kind, label: `${kindName(i.kind)} of ${programName(i.labels)}, ${formatLocal(ms)}` };
+  }), [incidents.data]);
 }

@@ -23,9 +23,11 @@ interface Props {
   onFocus: (focus: string) => void;
   theme: Theme;
   step?: 4 | 7;
+  /** The top table beside a single flamegraph; off where panes share the width. */
+  table?: boolean;
 }
 
-export function FlamegraphView({ data, unit, search, onSearch, focus, onFocus, theme, step = 4 }: Props) {
+export function FlamegraphView({ data, unit, search, onSearch, focus, onFocus, theme, step = 4, table = true }: Props) {
   const layout = useMemo(() => buildLayout(data, step), [data, step]);
   const path = useMemo(() => decodeFocus(focus), [focus]);
   const focusFrame = useMemo(() => (path.length > 0 ? findPath(layout, path) : null), [layout, path]);
@@ -48,8 +50,8 @@ export function FlamegraphView({ data, unit, search, onSearch, focus, onFocus, t
           <strong>{(share.share * 100).toFixed(2)}%</strong> of the total
         </div>
       )}
-      <div className={step === 4 ? "flamegraph-with-table" : "flamegraph-alone"}>
-        {step === 4 && <TopTable data={data} unit={unit} search={search} onSearch={onSearch} />}
+      <div className={step === 4 && table ? "flamegraph-with-table" : "flamegraph-alone"}>
+        {step === 4 && table && <TopTable data={data} unit={unit} search={search} onSearch={onSearch} />}
         <div className="flamegraph-canvas">
           <FlameCanvas layout={layout} unit={unit} theme={theme} focus={focusFrame} matches={matches} onZoom={zoom} />
         </div>

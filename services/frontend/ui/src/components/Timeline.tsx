@@ -1,5 +1,6 @@
 // Totals of the matching profiles over time (query_range), drawn with uPlot: hover shows values, a drag
-// selects a range to merge, a click on a point opens that single profile.
+// selects a range to merge, a click on a point opens that single profile. Events (incidents) are marked
+// on the time axis: a small button each, its tooltip saying what happened, a click opening it.
 
 import { useEffect, useRef } from "react";
 import uPlot from "uplot";
@@ -17,6 +18,17 @@ interface Props {
   onSelect: (fromMs: number, untilMs: number) => void;
   onPoint: (ms: number) => void;
   theme: "light" | "dark";
+  markers?: TimelineMarker[];
+  onMarker?: (id: string) => void;
+}
+
+/** An event on the time axis. */
+export interface TimelineMarker {
+  id: string;
+  ms: number;
+  kind: string;
+  /** Its tooltip and accessible name: what happened to which program, when. */
+  label: string;
 }
 
 const COLORS = ["#e8743b", "#3b8ee8", "#19a979", "#945ecf", "#ed4a7b", "#13a4b4", "#bf399e", "#6c8893"];
@@ -38,11 +50,12 @@ export function seriesName(labels: Record<string, string>): string {
   return entries.length === 0 ? "total" : entries.map(([k, v]) => `${k}=${quoteLabelValue(v)}`).join(", ");
 }
 
-export function Timeline({ series, unit, fromMs, untilMs, selection, onSelect, onPoint, theme }: Props) {
+export function Timeline({ series, unit, fromMs, untilMs, selection, onSelect, onPoint, theme, markers = [], onMarker }: Props) {
   const box = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
   const handlers = useRef({ onSelect, onPoint });
   handlers.current = { onSelect, onPoint };
+  const marks = useRef<HTMLDivElement>(null);
 
   useEffect(() => {
     const el = box.current;
@@ -92,7 +105,10 @@ export function Timeline({ series, unit, fromMs, untilMs, selection, onSelect, o
     };
     over.addEventListener("mousedown", down);
     over.addEventListener("mouseup", up);
-    const resize = new ResizeObserver(() => u.setSize({ width: el.clientWidth, height: 180 }));
+    const resize = new ResizeObserver(() => {
+      u.setSize({ width: el.clientWidth, height: 180 });
+      placeMarkers(u, box.current, marks.current);
+    });
     resize.observe(el);
     return () => {
       resize.disconnect();
@@ -122,11 +138,34 @@ export function Timeline({ series, unit, fromMs, untilMs, selection, onSelect, o
     band.style.height = `${over.height}px`;
   });
 
+  useEffect(() => placeMarkers(plot.current, box.current, marks.current));
+
   return (
     <div className="timeline" data-testid="timeline" data-points={series.reduce((n, s) => n + s.points.length, 0)}>
       <div ref={box} className="timeline-plot">
         <div className="selection-band" />
+        <div ref={marks} className="timeline-markers" aria-label="incidents on the timeline">
+          {markers.map((m) => (
+            <button key={m.id} type="button" className={`timeline-marker kind-${m.kind}`} data-ms={m.ms} title={m.label}
+              aria-label={m.label} onClick={() => onMarker?.(m.id)}>▼</button>
+          ))}
+        </div>
       </div>
     </div>
   );
+}
+
+/** Puts each marker button over its time on the plot's x axis, and hides those outside the range. */
+function placeMarkers(u: uPlot | null, outer: HTMLDivElement | null, layer: HTMLDivElement | null): void {
+  if (!u || !outer || !layer) return;
+  const over = u.over.getBoundingClientRect();
+  const box = outer.getBoundingClientRect();
+  for (const button of Array.from(layer.children) as HTMLElement[]) {
+    const x = u.valToPos(Number(button.dataset.ms) / 1000, "x");
+    const inside = Number.isFinite(x) && x >= 0 && x <= over.width;
+    button.style.display = inside ? "block" : "none";
+    button.style.left = `${over.left - box.left + x}px`;
+    button.style.top = `${over.top - box.top}px`;
+    button.style.height = `${over.height}px`;
+  }
 }

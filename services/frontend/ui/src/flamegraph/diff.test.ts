@@ -29,13 +29,18 @@ describe("diffRows", () => {
     expect(main.change).toBe(0);
   });
 
+  it("puts the largest growth of self first when asked, as a leak's growth reads", () => {
+    // f keeps 80 but its share halves; g grows by 100 itself; main grows as much, through g only.
+    expect(diffRows(DIFF, "growth").map((r) => [r.name, r.selfDelta])).toEqual([["g", 100], ["main", 0], ["f", 0]]);
+  });
+
   it("counts a recursive function once per stack", () => {
     const recursive: DiffData = {
       names: ["f", "total"],
       levels: [[0, 10, 0, 0, 10, 0, 1], [0, 10, 0, 0, 10, 0, 0], [0, 10, 10, 0, 10, 10, 0]],
       total: 20, max_self: 10, left_ticks: 10, right_ticks: 10,
     };
-    expect(diffRows(recursive)).toEqual([{ name: "f", left: 10, right: 10, delta: 0, change: 0 }]);
+    expect(diffRows(recursive)).toEqual([{ name: "f", left: 10, right: 10, delta: 0, change: 0, selfDelta: 0 }]);
   });
 
   it("marks a function new on the right as an infinite change", () => {

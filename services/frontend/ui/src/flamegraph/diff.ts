@@ -12,20 +12,29 @@ export interface DiffRow {
   delta: number;
   /** Change of the function's share of its side's total: (right% − left%) / left%; ±Infinity when new or gone. */
   change: number;
+  /** right − left of its self: what it holds or spends itself, not through its callees. */
+  selfDelta: number;
 }
+
+/** "share": the largest change of share first (what a comparison of two versions asks); "growth": the
+ * largest growth of self first (what grew where, as a leak's growth between two heaps asks). */
+export type DiffOrder = "share" | "growth";
 
 /**
  * One row per function, its total on each side counted once per stack (a recursive function's inner
- * frames add nothing). Sorted by the size of the change in share, largest first.
+ * frames add nothing). Sorted by the size of the change in share, largest first, or by `order`.
  */
-export function diffRows(fg: DiffData): DiffRow[] {
-  const [, left] = functionTotals(fg, { step: 7, offset: 0 });
-  const [, right] = functionTotals(fg, { step: 7, offset: 3 });
+export function diffRows(fg: DiffData, order: DiffOrder = "share"): DiffRow[] {
+  const [leftSelf, left] = functionTotals(fg, { step: 7, offset: 0 });
+  const [rightSelf, right] = functionTotals(fg, { step: 7, offset: 3 });
   const rows: DiffRow[] = [];
   for (let i = 0; i < fg.names.length; i++) {
     if (left[i] === 0 && right[i] === 0) continue;
     rows.push({ name: fg.names[i], left: left[i], right: right[i], delta: right[i] - left[i],
-      change: relativeChange(left[i], fg.left_ticks, right[i], fg.right_ticks) });
+      change: relativeChange(left[i], fg.left_ticks, right[i], fg.right_ticks), selfDelta: rightSelf[i] - leftSelf[i] });
+  }
+  if (order === "growth") {
+    return rows.sort((a, b) => b.selfDelta - a.selfDelta || b.delta - a.delta || a.name.localeCompare(b.name));
   }
   const size = (r: DiffRow) => Math.abs(share(r.right, fg.right_ticks) - share(r.left, fg.left_ticks));
   return rows.sort((a, b) => size(b) - size(a) || a.name.localeCompare(b.name));

@@ -36,6 +36,8 @@ describe("URL state", () => {
       focus: "main.main;main.cpuLoop;main.cpuFibonacci",
       maxNodes: 32768,
       refresh: "30s",
+      incident: "42",
+      kind: "oom_kill",
       left: { selector: '{version="1.4"}', from: "now-2h", until: "now-1h" },
       right: { selector: '{version="1.5"}', from: "now-1h", until: "now" },
     };
@@ -55,6 +57,21 @@ describe("URL state", () => {
     const s = parseState("?view=nonsense&max_nodes=-4");
     expect(s.view).toBe("single");
     expect(s.maxNodes).toBe(DEFAULT_STATE.maxNodes);
+  });
+
+  it("reads an incident's permalink (the path Alertmanager alerts carry) and keeps its tenant", () => {
+    const state = parseState("?view=incidents&incident=17&tenant=team-a");
+    expect(state).toEqual({ ...DEFAULT_STATE, view: "incidents", incident: "17", tenant: "team-a" });
+    expect(stateToSearch(state)).toBe("?view=incidents&tenant=team-a&incident=17");
+    expect(stateToSearch({ ...DEFAULT_STATE, view: "incidents", kind: "restart", selector: '{pod="a"}' })).toBe(
+      "?view=incidents&query=%7Bpod%3D%22a%22%7D&kind=restart");
+  });
+
+  it("makes opening and closing an incident a history step, and a tenant switch closes it", () => {
+    const list = parseState("?view=incidents&tenant=team-a");
+    const opened = { ...list, incident: "17" };
+    expect(isMinorChange(list, opened)).toBe(false);
+    expect({ ...opened, ...switchTenant(opened, "team-b") }.incident).toBe("");
   });
 
   it("treats search and auto-refresh as refinements, not history steps", () => {

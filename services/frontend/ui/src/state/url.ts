@@ -1,7 +1,7 @@
 // Everything the user picked, as URL query parameters: a link reproduces the view, and each change
 // that is worth going back to is a browser history entry.
 
-export type View = "single" | "compare" | "targets";
+export type View = "single" | "compare" | "targets" | "incidents";
 
 export interface Side {
   selector: string;
@@ -29,6 +29,10 @@ export interface UiState {
   focus: string;
   maxNodes: number;
   refresh: string;
+  /** The incident opened on the Incidents page (its id, as its permalink names it); "" for the list alone. */
+  incident: string;
+  /** The event kind the Incidents page lists (oom_kill, restart); "" for every kind. */
+  kind: string;
   left: Side;
   right: Side;
 }
@@ -50,11 +54,13 @@ export const DEFAULT_STATE: UiState = {
   focus: "",
   maxNodes: DEFAULT_MAX_NODES,
   refresh: "",
+  incident: "",
+  kind: "",
   left: { selector: "", from: "now-1h", until: "now-30m" },
   right: { selector: "", from: "now-30m", until: "now" },
 };
 
-const VIEWS: View[] = ["single", "compare", "targets"];
+const VIEWS: View[] = ["single", "compare", "targets", "incidents"];
 
 // Plain fields and their query parameter names; the sides of a comparison are l_* and r_*.
 const FIELDS = [
@@ -70,6 +76,8 @@ const FIELDS = [
   ["search", "search"],
   ["focus", "focus"],
   ["refresh", "refresh"],
+  ["incident", "incident"],
+  ["kind", "kind"],
 ] as const;
 
 const SIDE_FIELDS = [
@@ -123,7 +131,8 @@ export function isMinorChange(before: UiState, after: UiState): boolean {
  * goes, and the page picks a type and service of the new one as on a first visit. Ranges stay.
  */
 export function switchTenant(state: UiState, tenant: string): Partial<UiState> {
-  const cleared = { type: "", selector: "", groupBy: "", selFrom: "", selUntil: "", time: "", search: "", focus: "" };
+  const cleared = { type: "", selector: "", groupBy: "", selFrom: "", selUntil: "", time: "", search: "", focus: "",
+    incident: "" };
   return { tenant, ...cleared, left: { ...state.left, selector: "" }, right: { ...state.right, selector: "" } };
 }
 

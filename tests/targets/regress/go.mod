@@ -1,0 +1,3 @@
+module flamewatch/tests/targets/regress
+
+go 1.22

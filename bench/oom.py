@@ -1,13 +1,14 @@
 """How old the last heap profile is when the kernel OOM-kills a program, and what scraping the heap costs.
 
-    nice .venv/bin/python bench/oom.py [--kills 5] [--intervals 15,10,5] [--rate 4M] [--limit 96M]
+    nice .venv/bin/python bench/oom.py [--kills 5] [--modes 15,10,5,10+5] [--rate 4M] [--limit 96M]
 
-Needs root (memory cgroups). For each heap scrape interval, a fresh `flamewatch all` (embedded Postgres,
-filesystem objects) scrapes only the heap (`/debug/pprof/heap`) of tests/targets/leaky, which runs under
-the supervisor of `examples/oom-supervisor/` in a memory cgroup of `--limit`, leaking `--rate` bytes a
-second; the kernel kills it and the supervisor records the kill with `flamewatch event`, `--kills` times,
-each run started after a random pause (so that kills fall anywhere in the scrape interval). A first mode
-scrapes nothing, for the cost of Flamewatch with the same kills recorded.
+Needs root (memory cgroups). For each mode, a heap scrape interval with the collector's fast heap pace
+off (15, 10, 5) or on ("10+5": every 10 s, every 5 s while the heap grows; the default), a fresh
+`flamewatch all` (embedded Postgres, filesystem objects) scrapes only the heap (`/debug/pprof/heap`) of
+tests/targets/leaky, which runs under the supervisor of `examples/oom-supervisor/` in a memory cgroup of
+`--limit`, leaking `--rate` bytes a second; the kernel kills it and the supervisor records the kill with
+`flamewatch event`, `--kills` times, each run started after a random pause (so that kills fall anywhere
+in the scrape interval). A first mode scrapes nothing, for the cost of Flamewatch with the same kills.
 
 Read off `/api/v1/incidents` for each kill: the age of the last heap at the kill (median, max), and how
 much in-use heap that profile showed (Go's heap profile shows the heap as of the last garbage collection,
@@ -48,6 +49,7 @@ S = 10**9
 @dataclass
 class Mode:
     interval_s: int  # 0: nothing scraped
+    fast_s: int = 0  # the fast heap pace while the heap grows (0: off)
     kills: int = 0
     minutes: float = 0.0
     ages_s: list[float] = field(default_factory=list)
@@ -59,7 +61,9 @@ class Mode:
 
     @property
     def name(self) -> str:
-        return f"heap every {self.interval_s} s" if self.interval_s else "nothing scraped"
+        if not self.interval_s:
+            return "nothing scraped"
+        return f"heap every {self.interval_s} s" + (f", {self.fast_s} s while it grows" if self.fast_s else "")
 
 
 def postgres_cpu(data: Path) -> float:
@@ -73,7 +77,8 @@ def postgres_cpu(data: Path) -> float:
 def run_mode(mode: Mode, args: argparse.Namespace, workdir: Path) -> None:
     addr = f"127.0.0.1:{free_port()}"
     config = workdir / "flamewatch.yaml"
-    config.write_text(leaky.heap_config(addr, mode.interval_s) if mode.interval_s else "scrape_configs: []\n")
+    scraped = leaky.heap_config(addr, mode.interval_s, mode.fast_s) if mode.interval_s else "scrape_configs: []\n"
+    config.write_text(scraped)
     data = workdir / "data"
     data.mkdir()
     node, _ = allinone.start(data, ["--config.file", str(config)])
@@ -92,8 +97,8 @@ def supervise(mode: Mode, args: argparse.Namespace, addr: str, url: str, workdir
     """`args.kills` runs, each under a supervisor of its own after a random pause, so that the kills fall at
     random points of the scrape interval: restarted at once, the program is killed every limit/rate + 1 s,
     in step with an interval that divides that (25 s and 5 s), and every kill would see the same age."""
-    name = f"flamewatch-bench-oom-{mode.interval_s}"
-    pause = random.Random(mode.interval_s)
+    name = f"flamewatch-bench-oom-{mode.interval_s}-{mode.fast_s}"
+    pause = random.Random(mode.interval_s)  # the same pauses for modes of the same interval
     with (workdir / "supervisor.log").open("w") as log:
         for _ in range(args.kills):
             time.sleep(pause.uniform(0, mode.interval_s or 1))
@@ -159,7 +164,8 @@ def size(text: str) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kills", type=int, default=5, help="OOM kills per mode")
-    parser.add_argument("--intervals", default="15,10,5", help="heap scrape intervals in seconds (10: the default)")
+    parser.add_argument("--modes", default="15,10,5,10+5", help="heap scrape intervals in seconds, fast pace off; "
+                        "INTERVAL+FAST: with the fast pace (10+5: the default)")
     parser.add_argument("--rate", type=size, default=4 * MiB, help="bytes leaked a second (e.g. 4M)")
     parser.add_argument("--limit", type=size, default=96 * MiB, help="the cgroup's memory limit (e.g. 96M)")
     parser.add_argument("--no-baseline", action="store_true", help="skip the mode that scrapes nothing")
@@ -169,7 +175,7 @@ def main() -> None:
         raise SystemExit(f"bench/oom.py needs memory cgroups: {problem}")
     name, env_start = stamp(), environment()
     allinone.become_subreaper()
-    modes = [Mode(0)] * (not args.no_baseline) + [Mode(int(i)) for i in args.intervals.split(",")]
+    modes = [Mode(0)] * (not args.no_baseline) + [Mode(*map(int, m.split("+"))) for m in args.modes.split(",")]
     for mode in modes:
         with tempfile.TemporaryDirectory(prefix="flamewatch-oom-") as tmp:
             Path(tmp).chmod(0o755)  # the embedded Postgres runs as its own user

@@ -18,7 +18,7 @@ scrape_configs:
     static_configs: [{{targets: ["{addr}"], labels: {{service_name: leaky}}}}]
     profiling_config:
       pprof_config:
-        memory: {{path: /debug/pprof/heap}}
+        memory: {{path: /debug/pprof/heap, fast_scrape_interval: {fast}s}}
         process_cpu: {{enabled: false}}
         goroutine: {{enabled: false}}
         mutex: {{enabled: false}}
@@ -26,9 +26,10 @@ scrape_configs:
 """
 
 
-def heap_config(addr: str, interval_s: float) -> str:
-    """Scrape the heap of the program at `addr` every `interval_s`, and nothing else."""
-    return CONFIG.format(addr=addr, interval=interval_s)
+def heap_config(addr: str, interval_s: float, fast_s: float = 0) -> str:
+    """Scrape the heap of the program at `addr` every `interval_s`, and nothing else; every `fast_s` while
+    it grows (the collector's fast heap pace; 0: never faster)."""
+    return CONFIG.format(addr=addr, interval=interval_s, fast=fast_s)
 
 
 def labels(addr: str) -> dict[str, str]:

@@ -218,8 +218,8 @@ bench-security: test-deps
 	$(PY) bench/security_cost.py --profile 10
 
 # How old the last heap profile is when the kernel OOM-kills a leaking program, at heap scrape intervals of
-# 15, 10 (the default) and 5 s, and what scraping costs (bench/oom.py; needs root for the memory cgroup;
-# about 12 minutes). Runs niced (the machine is shared).
+# 15, 10 and 5 s and with the fast heap pace (10 s, 5 s while the heap grows), and what scraping costs
+# (bench/oom.py; needs root for the memory cgroup; about 15 minutes). Runs niced (the machine is shared).
 bench-oom: test-deps
 	nice $(PY) bench/oom.py
 

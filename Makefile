@@ -40,7 +40,7 @@ define apt_install
 	@$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(1) > /dev/null
 endef
 
-.PHONY: deps test-deps run test compose-base-images kube-apiserver proto lint helm-docs helm-lint bench bench-quick bench-pipeline bench-demo bench-connect bench-restart bench-soak bench-security fuzz ui ui-test
+.PHONY: deps test-deps run test compose-base-images kube-apiserver proto lint helm-docs helm-lint bench bench-quick bench-pipeline bench-demo bench-connect bench-restart bench-soak bench-security bench-oom fuzz ui ui-test
 
 # Two installs into the one virtualenv, each with its stamp, each redone when pyproject.toml changes:
 # RUN_ENV is Flamewatch and what running it needs (`make run`, split mode); DEV_ENV adds the test
@@ -247,6 +247,12 @@ bench-restart: test-deps
 # Not niced: it measures CPU seconds, which nice hardly changes; the load average is written beside them.
 bench-security: test-deps
 	$(PY) bench/security_cost.py --profile 10
+
+# How old the last heap profile is when the kernel OOM-kills a leaking program, at heap scrape intervals of
+# 15, 10 and 5 s and with the fast heap pace (10 s, 5 s while the heap grows), and what scraping costs
+# (bench/oom.py; needs root for the memory cgroup; about 15 minutes). Runs niced (the machine is shared).
+bench-oom: test-deps
+	nice $(PY) bench/oom.py
 
 # Memory of `flamewatch all` over SOAK_MINUTES of pushes and queries (bench/soak.py): does it level off
 # under its caches? Runs niced (the machine is shared).

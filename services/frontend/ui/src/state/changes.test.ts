@@ -65,7 +65,7 @@ describe("label values", () => {
 
   it("orders values by their first profile in the range, newest last, and pairs the two newest", () => {
     const values = valuesByAppearance([series("1.1", [300, 400]), series("1.0", [100, 500]), series("0.9", [50]),
-      series(undefined, [10]), series("2.0", [])], "version");
+      series(undefined, [10]), series("", [20]), series("2.0", [])], "version");
     expect(values).toEqual(["0.9", "1.0", "1.1"]);
     expect(defaultPair(values)).toEqual({ a: "1.0", b: "1.1" });
     expect(defaultPair(["1.0"])).toBeNull();

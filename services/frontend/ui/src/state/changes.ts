@@ -46,12 +46,13 @@ export function changesParams(state: UiState, type: string): ChangesParams | nul
   return { query, label: state.label, a: state.a, b: state.b, from: state.from, until: state.until, order };
 }
 
-/** The values of the label (query_range grouped by it), in the order they first appear, newest last. */
+/** The values of the label (query_range grouped by it), in the order they first appear, newest last; the
+ * series without the label (grouped under "") are none. */
 export function valuesByAppearance(series: Series[], label: string): string[] {
   const first = new Map<string, number>();
   for (const s of series) {
     const value = s.labels[label];
-    if (value === undefined || s.points.length === 0) continue;
+    if (!value || s.points.length === 0) continue;
     const at = Math.min(...s.points.map((p) => p[0]));
     first.set(value, Math.min(at, first.get(value) ?? Infinity));
   }

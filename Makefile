@@ -14,6 +14,8 @@ COMPOSE := $(CACHE)/bin/docker-compose
 WORKLOAD := $(CACHE)/targets/workload
 KUBERNETES_VERSION := v1.34.2
 KUBE_APISERVER := $(CACHE)/bin/kube-apiserver
+ALERTMANAGER_VERSION := v0.35.0
+ALERTMANAGER := $(CACHE)/bin/alertmanager
 ETCD := /usr/bin/etcd
 PYTEST_ARGS ?=
 FUZZ_SECONDS ?= 600
@@ -109,6 +111,26 @@ $(KUBE_APISERVER):
 		-o $(CURDIR)/$(KUBE_APISERVER).tmp ./cmd/kube-apiserver
 	@mv $(KUBE_APISERVER).tmp $(KUBE_APISERVER)
 
+# Prometheus Alertmanager, which the alerting tests send incidents to, built from its Go module's source. Its
+# web UI is embedded from ui/app/dist, which is built by npm and not part of the module, so a writable copy
+# gets a placeholder page there (the tests use its API only); the version is stamped as its own build does.
+$(ALERTMANAGER):
+	@echo "make: building Alertmanager $(ALERTMANAGER_VERSION) from source into $(ALERTMANAGER), for the alerting tests (the first time takes about 5 minutes)"
+	@mkdir -p $(CACHE)/bin $(CACHE)/src
+	@set -e; src=$(CURDIR)/$(CACHE)/src/alertmanager-$(ALERTMANAGER_VERSION); \
+	if [ ! -f $$src/.copied ]; then \
+		dir=$$(cd /tmp && GOWORK=off GOFLAGS= go mod download -json github.com/prometheus/alertmanager@$(ALERTMANAGER_VERSION) \
+			| $(PYTHON) -c 'import json,sys; print(json.load(sys.stdin)["Dir"])'); \
+		rm -rf $$src; cp -r $$dir $$src; chmod -R u+w $$src; \
+		for ui in elm mantine; do mkdir -p $$src/ui/app/dist/$$ui; \
+			echo "<p>This Alertmanager was built without its web UI; its API is at /api/v2.</p>" > $$src/ui/app/dist/$$ui/index.html; done; \
+		touch $$src/.copied; \
+	fi; \
+	cd $$src && GOWORK=off GOFLAGS=-mod=mod nice go build -trimpath \
+		-ldflags "-X github.com/prometheus/common/version.Version=$(ALERTMANAGER_VERSION:v%=%)" \
+		-o $(CURDIR)/$(ALERTMANAGER).tmp ./cmd/alertmanager
+	@mv $(ALERTMANAGER).tmp $(ALERTMANAGER)
+
 # Debian's etcd, the store kube-apiserver needs in the Kubernetes tests.
 $(ETCD):
 	$(call apt_install,etcd-server,the Kubernetes tests)
@@ -134,7 +156,7 @@ run: deps
 	demo=$$!; trap 'kill $$demo 2>/dev/null' EXIT INT TERM; \
 	$(VENV)/bin/flamewatch all --config.file examples/flamewatch.yaml
 
-test: test-deps $(HELM) $(KUBE_APISERVER) $(ETCD) $(UI_BUILD) $(CHROMIUM) $(DEBUGINFOD) $(GPERFTOOLS) $(DOCKERD) \
+test: test-deps $(HELM) $(KUBE_APISERVER) $(ALERTMANAGER) $(ETCD) $(UI_BUILD) $(CHROMIUM) $(DEBUGINFOD) $(GPERFTOOLS) $(DOCKERD) \
 		$(DEBOOTSTRAP) $(COMPOSE) ui-test
 	$(PY) -m pytest $(PYTEST_ARGS)
 

@@ -16,6 +16,7 @@ Tests declare what they touch with markers, and using a fixture without its mark
 | `docker_engine`, `docker_base_images` | session | `docker` | in `tests/deploy/conftest.py` (see `infra.docker`) |
 | `kube_api` | session | `kubernetes` | a running `infra.kubeapi.KubeAPIServer`: etcd + kube-apiserver, `kubeconfig` |
 | `ui_node_modules` | session | `npm` | Path of the UI's `node_modules`, installed by `make` (`npm ci`) |
+| `alertmanager` | function | `alertmanager` | an `infra.alertmanager.AlertmanagerServer`, its webhook `receiver` |
 
 `minio` has `endpoint` ("127.0.0.1:PORT"), `access_key`, `secret_key`, `client()`, and `stop()` / `start()`,
 which bring it down and back on the same port with the same data. Postgres is the server named by
@@ -30,6 +31,7 @@ from pathlib import Path
 
 import pytest
 from infra import gotargets, helm, postgres
+from infra.alertmanager import AlertmanagerServer, WebhookReceiver
 from infra.kubeapi import KubeAPIServer
 from infra.minio import MinioServer
 from infra.pgctl import PostgresProcess
@@ -55,6 +57,7 @@ REQUIRED_MARKERS = {
     "docker_engine": "docker",
     "docker_base_images": "docker",
     "kube_api": "kubernetes",
+    "alertmanager": "alertmanager",
     "ui_node_modules": "npm",
     "debuginfod": "debuginfod",
     "flamewatch_ui": "browser",
@@ -192,6 +195,15 @@ def helm_binary() -> Path:
 @pytest.fixture(scope="session")
 def kube_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeAPIServer]:
     with KubeAPIServer(tmp_path_factory.mktemp("kube")) as server:
+        yield server
+
+
+# Alertmanager
+
+
+@pytest.fixture
+def alertmanager(tmp_path: Path) -> Iterator[AlertmanagerServer]:
+    with WebhookReceiver() as receiver, AlertmanagerServer(tmp_path / "alertmanager", receiver) as server:
         yield server
 
 

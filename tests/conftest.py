@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from infra import cgroups, gotargets, helm, postgres
 from infra.alertmanager import AlertmanagerServer, WebhookReceiver
 from infra.kubeapi import KubeAPIServer
@@ -38,6 +39,11 @@ from infra.minio import MinioServer
 from infra.pgctl import PostgresProcess
 
 from flamewatch.storage.postgres import Database, PostgresConfig, open_database
+
+# Property tests check answers, not time: on a loaded machine one example (often the first, while imports
+# warm up) can take longer than Hypothesis's default 200 ms deadline without anything being wrong.
+settings.register_profile("flamewatch", deadline=None)
+settings.load_profile("flamewatch")
 
 POSTGRES_DSN_ENV = "FLAMEWATCH_TEST_POSTGRES_DSN"
 

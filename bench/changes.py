@@ -252,8 +252,9 @@ def main() -> None:
         f"Profiles of tests/targets/regress, {args.requests} requests each sampled at {args.hz} Hz (median "
         f"{np.median(pool.samples):.0f} samples; aimed at the ~1,000 of a 10 s scrape of one busy core at 100 Hz); "
         f"{args.side} profiles per side ({args.side / 6:g} minutes of 10 s profiles); pools: {len(pool.rows(0))} base, "
-        f"{args.slower_profiles} per slower build. {args.comparisons} false-positive comparisons of two disjoint "
-        f"random draws from the base pool; {args.tries} tries per slower build (base side drawn from the base "
+        + ", ".join(f"+{e} %: {len(pool.rows(e))}" for e in SLOWER)
+        + f". {args.comparisons} false-positive comparisons of two disjoint random draws from the base pool; "
+        f"{args.tries} tries per slower build (base side drawn from the base "
         "pool). stats.compare with Settings(alpha=...), ranked by self share.", "",
         *table, "", "## Sensitivity per change", "", *details,
         "## Noise per profile", "", *noise(pool), ""])

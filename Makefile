@@ -14,6 +14,10 @@ COMPOSE := $(CACHE)/bin/docker-compose
 WORKLOAD := $(CACHE)/targets/workload
 KUBERNETES_VERSION := v1.34.2
 KUBE_APISERVER := $(CACHE)/bin/kube-apiserver
+ALERTMANAGER_VERSION := v0.35.0
+ALERTMANAGER := $(CACHE)/bin/alertmanager
+PROMETHEUS_VERSION := v0.316.0
+PROMETHEUS := $(CACHE)/bin/prometheus
 ETCD := /usr/bin/etcd
 PYTEST_ARGS ?=
 FUZZ_SECONDS ?= 600
@@ -36,7 +40,7 @@ define apt_install
 	@$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(1) > /dev/null
 endef
 
-.PHONY: deps test-deps run test compose-base-images kube-apiserver proto lint helm-docs helm-lint bench bench-quick bench-pipeline bench-demo bench-connect bench-restart bench-soak bench-security bench-changes fuzz ui ui-test
+.PHONY: deps test-deps run test compose-base-images kube-apiserver proto lint helm-docs helm-lint bench bench-quick bench-pipeline bench-demo bench-connect bench-restart bench-soak bench-security bench-oom bench-changes fuzz ui ui-test
 
 # Two installs into the one virtualenv, each with its stamp, each redone when pyproject.toml changes:
 # RUN_ENV is Flamewatch and what running it needs (`make run`, split mode); DEV_ENV adds the test
@@ -109,6 +113,33 @@ $(KUBE_APISERVER):
 		-o $(CURDIR)/$(KUBE_APISERVER).tmp ./cmd/kube-apiserver
 	@mv $(KUBE_APISERVER).tmp $(KUBE_APISERVER)
 
+# Prometheus Alertmanager, which the alerting tests send incidents to, built from its Go module's source. Its
+# web UI is embedded from ui/app/dist, which is built by npm and not part of the module, so a writable copy
+# gets a placeholder page there (the tests use its API only); the version is stamped as its own build does.
+$(ALERTMANAGER):
+	@echo "make: building Alertmanager $(ALERTMANAGER_VERSION) from source into $(ALERTMANAGER), for the alerting tests (the first time takes about 5 minutes)"
+	@mkdir -p $(CACHE)/bin $(CACHE)/src
+	@set -e; src=$(CURDIR)/$(CACHE)/src/alertmanager-$(ALERTMANAGER_VERSION); \
+	if [ ! -f $$src/.copied ]; then \
+		dir=$$(cd /tmp && GOWORK=off GOFLAGS= go mod download -json github.com/prometheus/alertmanager@$(ALERTMANAGER_VERSION) \
+			| $(PYTHON) -c 'import json,sys; print(json.load(sys.stdin)["Dir"])'); \
+		rm -rf $$src; cp -r $$dir $$src; chmod -R u+w $$src; \
+		for ui in elm mantine; do mkdir -p $$src/ui/app/dist/$$ui; \
+			echo "<p>This Alertmanager was built without its web UI; its API is at /api/v2.</p>" > $$src/ui/app/dist/$$ui/index.html; done; \
+		touch $$src/.copied; \
+	fi; \
+	cd $$src && GOWORK=off GOFLAGS=-mod=mod nice go build -trimpath \
+		-ldflags "-X github.com/prometheus/common/version.Version=$(ALERTMANAGER_VERSION:v%=%)" \
+		-o $(CURDIR)/$(ALERTMANAGER).tmp ./cmd/alertmanager
+	@mv $(ALERTMANAGER).tmp $(ALERTMANAGER)
+
+# Prometheus, which a test has scrape the function shares recording rules serve and alert on them, built
+# from its Go module (without the builtinassets tag it has no web UI to embed; the tests use its API).
+$(PROMETHEUS):
+	@echo "make: building Prometheus $(PROMETHEUS_VERSION) from source into $(PROMETHEUS), for the rules tests (the first time takes about 15 minutes)"
+	@mkdir -p $(CACHE)/bin
+	@GOBIN=$(CURDIR)/$(CACHE)/bin GOFLAGS=-trimpath nice go install github.com/prometheus/prometheus/cmd/prometheus@$(PROMETHEUS_VERSION)
+
 # Debian's etcd, the store kube-apiserver needs in the Kubernetes tests.
 $(ETCD):
 	$(call apt_install,etcd-server,the Kubernetes tests)
@@ -134,7 +165,7 @@ run: deps
 	demo=$$!; trap 'kill $$demo 2>/dev/null' EXIT INT TERM; \
 	$(VENV)/bin/flamewatch all --config.file examples/flamewatch.yaml
 
-test: test-deps $(HELM) $(KUBE_APISERVER) $(ETCD) $(UI_BUILD) $(CHROMIUM) $(DEBUGINFOD) $(GPERFTOOLS) $(DOCKERD) \
+test: test-deps $(HELM) $(KUBE_APISERVER) $(ALERTMANAGER) $(PROMETHEUS) $(ETCD) $(UI_BUILD) $(CHROMIUM) $(DEBUGINFOD) $(GPERFTOOLS) $(DOCKERD) \
 		$(DEBOOTSTRAP) $(COMPOSE) ui-test
 	$(PY) -m pytest $(PYTEST_ARGS)
 
@@ -216,6 +247,12 @@ bench-restart: test-deps
 # Not niced: it measures CPU seconds, which nice hardly changes; the load average is written beside them.
 bench-security: test-deps
 	$(PY) bench/security_cost.py --profile 10
+
+# How old the last heap profile is when the kernel OOM-kills a leaking program, at heap scrape intervals of
+# 15, 10 and 5 s and with the fast heap pace (10 s, 5 s while the heap grows), and what scraping costs
+# (bench/oom.py; needs root for the memory cgroup; about 15 minutes). Runs niced (the machine is shared).
+bench-oom: test-deps
+	nice $(PY) bench/oom.py
 
 # Memory of `flamewatch all` over SOAK_MINUTES of pushes and queries (bench/soak.py): does it level off
 # under its caches? Runs niced (the machine is shared).

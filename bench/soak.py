@@ -260,7 +260,8 @@ def levelling(readings: list[Reading], attr: str, tolerance: float, of=max) -> t
 def verdicts(readings: list[Reading], tolerance: float) -> str:
     lines = ["| process | measure | middle third | last third | levelled off? |", "|---|---|---|---|---|"]
     for name, attr in (("flamewatch (RSS)", "flamewatch_rss"), ("flamewatch beyond its block cache (RSS - cache)",
-                                                                "beyond_cache"), ("Postgres (PSS)", "postgres_pss")):
+                                                                "beyond_cache"),
+                       ("flamewatch malloc in use", "malloc_in_use"), ("Postgres (PSS)", "postgres_pss")):
         for measure, of in (("median", statistics.median), ("max", max)):
             middle, last, ok = levelling(readings, attr, tolerance, of)
             lines.append(f"| {name} | {measure} | {middle:.0f} MiB | {last:.0f} MiB | "

@@ -16,6 +16,8 @@ Tests declare what they touch with markers, and using a fixture without its mark
 | `docker_engine`, `docker_base_images` | session | `docker` | in `tests/deploy/conftest.py` (see `infra.docker`) |
 | `kube_api` | session | `kubernetes` | a running `infra.kubeapi.KubeAPIServer`: etcd + kube-apiserver, `kubeconfig` |
 | `ui_node_modules` | session | `npm` | Path of the UI's `node_modules`, installed by `make` (`npm ci`) |
+| `alertmanager` | function | `alertmanager` | an `infra.alertmanager.AlertmanagerServer`, its webhook `receiver` |
+| `memory_cgroup` | function | `cgroup` | Path of a memory cgroup not yet created, with a unique name (removed after) |
 
 `minio` has `endpoint` ("127.0.0.1:PORT"), `access_key`, `secret_key`, `client()`, and `stop()` / `start()`,
 which bring it down and back on the same port with the same data. Postgres is the server named by
@@ -29,7 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from infra import gotargets, helm, postgres
+from infra import cgroups, gotargets, helm, postgres
+from infra.alertmanager import AlertmanagerServer, WebhookReceiver
 from infra.kubeapi import KubeAPIServer
 from infra.minio import MinioServer
 from infra.pgctl import PostgresProcess
@@ -55,10 +58,12 @@ REQUIRED_MARKERS = {
     "docker_engine": "docker",
     "docker_base_images": "docker",
     "kube_api": "kubernetes",
+    "alertmanager": "alertmanager",
     "ui_node_modules": "npm",
     "debuginfod": "debuginfod",
     "flamewatch_ui": "browser",
     "chromium": "browser",
+    "memory_cgroup": "cgroup",
 }
 
 
@@ -195,6 +200,15 @@ def kube_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeAPIServer
         yield server
 
 
+# Alertmanager
+
+
+@pytest.fixture
+def alertmanager(tmp_path: Path) -> Iterator[AlertmanagerServer]:
+    with WebhookReceiver() as receiver, AlertmanagerServer(tmp_path / "alertmanager", receiver) as server:
+        yield server
+
+
 # The web UI's npm packages
 
 
@@ -204,3 +218,20 @@ def ui_node_modules() -> Path:
     if not (path / ".installed").is_file():
         pytest.fail(f"{path} is not installed: `make ui` installs it (npm ci)", pytrace=False)
     return path
+
+
+# Memory cgroups
+
+
+@pytest.fixture
+def memory_cgroup() -> Iterator[Path]:
+    """Where a memory cgroup of a unique name will be (`infra.cgroups`); whatever the test leaves there is
+    killed and the cgroup removed, whether the test passed or not."""
+    problem = cgroups.can_create()
+    if problem:
+        pytest.fail(f"this test needs memory cgroups: {problem}", pytrace=False)
+    path = cgroups.memory_cgroup(f"flamewatch-test-{uuid.uuid4().hex[:12]}")
+    try:
+        yield path
+    finally:
+        cgroups.remove(path)

@@ -12,6 +12,7 @@ import contextlib
 from pathlib import Path
 
 from flamewatch.cli import flags
+from flamewatch.cli.alerts import alert_sender, alerting_config, alerting_flags
 from flamewatch.cli.frontend import DEFAULT_UI_DIR
 from flamewatch.cli.ingester import ingester_config
 from flamewatch.cli.limits import limit_flags
@@ -40,6 +41,7 @@ def add_parser(sub) -> None:
     flags.flush_flags(p)
     limit_flags(p)
     flags.maintenance_flags(p)
+    alerting_flags(p, external_url_default="this process's own address")
     flags.common_flags(p)
     p.set_defaults(run=run_all)
 
@@ -76,19 +78,22 @@ def run_all(args: argparse.Namespace) -> int:
     if load:
         load()  # a broken file fails before anything starts
     storage = flags.storage_config(args)
+    alerting_config(args)  # bad alerting flags fail before anything starts
 
     async def main(stack: contextlib.AsyncExitStack) -> None:
         listeners = listen(args, stack, args.http_address, args.grpc_address)
         own_grpc = local(with_port(args.grpc_address, listeners.grpc_port))  # port 0 resolved
         own_http = with_port(args.http_address, listeners.http_port)
+        own_url = f"{'https' if listeners.tls else 'http'}://{browsable(own_http)}"
         # The built-in configuration scrapes this process where it listens.
         text = self_scrape_config(local(own_http), args.heap_profiling, identity())
         config = load or (lambda: parse_config(text, "built-in configuration"))
         store, db = open_storage(stack, storage)
+        notify = alert_sender(stack, alerting_config(args, own_url), db)
         querier_config = QuerierConfig(cache_bytes=QuerierConfig.embedded_cache_bytes, **flags.query_limits(args))
         # Listed in the order they start; the stack stops them in reverse: the collector first (after it
         # has sent what it queued, `before_stop`), the ingester's last flush last.
-        recording = events.assemble(db)
+        recording = events.assemble(db, notify)
         services = combine(ingester.assemble(stack, ingester_config(args), store, db), recording,
                            symbolizer.assemble(stack, store, symbolizer_config(args)),
                            querier.assemble(stack, querier_config, store, db, own_grpc, args.rules_file,
@@ -96,8 +101,8 @@ def run_all(args: argparse.Namespace) -> int:
                            collector.assemble(stack, config, own_grpc),
                            Assembly([ui_router(DEFAULT_UI_DIR)]))
         await serve(args, listeners, services, ready=storage_readiness(store, db, flags.local_disks(storage)),
-                    ready_message=f"Flamewatch is ready: open {'https' if listeners.tls else 'http'}://"
-                    f"{browsable(own_http)} (the API is under /api/v1, scrape targets at /api/v1/targets); "
+                    ready_message=f"Flamewatch is ready: open {own_url} (the API is under /api/v1, scrape targets "
+                    "at /api/v1/targets); "
                     "Ctrl-C stops it")
 
     return run(main)

@@ -6,6 +6,7 @@ import argparse
 import contextlib
 
 from flamewatch.cli import flags
+from flamewatch.cli.alerts import alert_sender, alerting_config, alerting_flags
 from flamewatch.cli.limits import ingest_limits, limit_flags
 from flamewatch.cli.process import listen, open_storage, run, serve
 from flamewatch.ingester.config import IngesterConfig
@@ -22,6 +23,7 @@ def add_parser(sub) -> None:
     limit_flags(p)
     flags.storage_flags(p)
     flags.maintenance_flags(p)
+    alerting_flags(p)
     flags.common_flags(p)
     p.set_defaults(run=run_ingester)
 
@@ -41,11 +43,14 @@ def run_ingester(args: argparse.Namespace) -> int:
 
     config = ingester_config(args, http_address=args.http_address, grpc_address=args.grpc_address)
     storage = flags.storage_config(args)
+    alerting = alerting_config(args)
 
     async def main(stack: contextlib.AsyncExitStack) -> None:
         listeners = listen(args, stack, config.http_address, config.grpc_address)
         store, db = open_storage(stack, storage)
-        await serve(args, listeners, combine(assemble.assemble(stack, config, store, db), events.assemble(db)),
+        notify = alert_sender(stack, alerting)
+        await serve(args, listeners, combine(assemble.assemble(stack, config, store, db),
+                                             events.assemble(db, notify)),
                     ready=storage_readiness(store, db, flags.local_disks(storage)))
 
     return run(main)

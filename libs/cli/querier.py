@@ -6,6 +6,7 @@ import argparse
 import contextlib
 
 from flamewatch.cli import flags
+from flamewatch.cli.alerts import alert_sender, alerting_config, alerting_flags
 from flamewatch.cli.process import listen, open_storage, run, serve
 from flamewatch.cli.symbolizer import querier_flags as symbolizer_address_flag
 from flamewatch.querier.config import QuerierConfig
@@ -29,6 +30,7 @@ def add_parser(sub) -> None:
     flags.rules_flag(p)
     symbolizer_address_flag(p)
     flags.storage_flags(p)
+    alerting_flags(p)
     flags.common_flags(p)
     p.set_defaults(run=run_querier)
 
@@ -43,11 +45,13 @@ def run_querier(args: argparse.Namespace) -> int:
                            cache_bytes=args.cache_bytes, default_max_nodes=args.max_nodes,
                            disk_cache_dir=args.disk_cache_dir, disk_cache_bytes=args.disk_cache_bytes,
                            **flags.query_limits(args))
+    alerting = alerting_config(args)
 
     async def main(stack: contextlib.AsyncExitStack) -> None:
         listeners = listen(args, stack, config.http_address, config.grpc_address)
         store, db = open_storage(stack, flags.storage_config(args))
-        recording = events.assemble(db)
+        notify = alert_sender(stack, alerting, db)
+        recording = events.assemble(db, notify)
         querier = assemble.assemble(stack, config, store, db, args.symbolizer_address, args.rules_file,
                                     recording.parts["recorder"].record)
         await serve(args, listeners, combine(querier, recording),

@@ -27,7 +27,7 @@ from flamewatch.api.flamewatch.v1 import events_pb2, events_pb2_grpc
 from flamewatch.auth.caller import Action
 from flamewatch.events.convert import event_of_proto
 from flamewatch.events.model import DEFAULT_LIMITS, Event, EventLimits, check
-from flamewatch.events.store import record
+from flamewatch.events.store import Recorded, record
 from flamewatch.rpc.auth import WriteTenant, grpc_tenant
 from flamewatch.rpc.grpc_server import handled
 from flamewatch.rpc.openapi import ERROR_RESPONSES
@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 INCIDENTS = Counter("flamewatch_incidents", "Events recorded (OOM kills, restarts with an error), by kind and the "
                     "service_name of the program", ["kind", "service_name"])
 
-Notify = Callable[[str, list[Event]], None]  # (tenant, the new events), called off the event loop
+Notify = Callable[[str, list[Recorded]], None]  # (tenant, the new events), called off the event loop
 
 
 class Recorder:
@@ -51,12 +51,19 @@ class Recorder:
         now = time.time_ns()
         keyed = check(events, now, self._limits)
         new = await asyncio.to_thread(record, self._db, tenant, keyed, now)
-        for event in new:
+        for event in (r.event for r in new):
             INCIDENTS.labels(event.kind, event.labels.get("service_name", "")).inc()
             log.info("recorded %s of %s at %d (tenant %s)", event.kind, event.labels, event.time_ns, tenant)
         if new and self._notify is not None:
-            await asyncio.to_thread(self._notify, tenant, new)
+            await asyncio.to_thread(self._notified, tenant, new)
         return len(new), len(keyed) - len(new)
+
+    def _notified(self, tenant: str, new: list[Recorded]) -> None:
+        """The events are recorded whatever becomes of the notification."""
+        try:
+            self._notify(tenant, new)
+        except Exception:
+            log.exception("could not pass %d new events of tenant %s on to be notified", len(new), tenant)
 
 
 class EventBody(BaseModel):

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field, replace
+from urllib.parse import urlencode
 
 from flamewatch.labels.errors import InvalidLabelError
 from flamewatch.labels.labelset import validate_labels
@@ -78,6 +79,13 @@ class Event:
         return {"exit_code": self.exit_code, "memory_limit_bytes": self.memory_limit_bytes,
                 "restart_count": self.restart_count, "started_ns": self.started_ns, "message": self.message,
                 "details": self.details}
+
+
+def incident_path(incident_id: int, tenant: str | None = None) -> str:
+    """Where the UI shows a recorded event (its Incidents view), relative to the UI's base URL; with the
+    tenant, which the UI reads from `?tenant=`, for a link opened from outside (an alert)."""
+    query = {"view": "incidents", "incident": incident_id, **({"tenant": tenant} if tenant else {})}
+    return "/?" + urlencode(query)
 
 
 def check(events: list[Event], now_ns: int, limits: EventLimits = DEFAULT_LIMITS) -> list[Event]:

@@ -24,9 +24,9 @@ class Recorded:
     recorded_ns: int
 
 
-def record(db: Database, tenant: str, events: list[Event], now_ns: int) -> list[Event]:
-    """Record checked, keyed events (`model.check`) in one transaction; returns the ones that were new
-    (an event whose key the tenant has already recorded is left as it was)."""
+def record(db: Database, tenant: str, events: list[Event], now_ns: int) -> list[Recorded]:
+    """Record checked, keyed events (`model.check`) in one transaction; returns the ones that were new,
+    with their ids (an event whose key the tenant has already recorded is left as it was)."""
     new = []
     with db.connection() as conn:
         for event in events:
@@ -36,7 +36,7 @@ def record(db: Database, tenant: str, events: list[Event], now_ns: int) -> list[
                 (tenant, event.kind, event.time_ns, Jsonb(event.labels), Jsonb(event.payload()), event.key,
                  now_ns)).fetchone()
             if row is not None:
-                new.append(event)
+                new.append(Recorded(row[0], event, now_ns))
     return new
 
 

@@ -16,7 +16,7 @@ import numpy as np
 from flamewatch.querier import deadline
 from flamewatch.querier.blocks import BlockCache
 from flamewatch.querier.calltree import ROOT_NAME
-from flamewatch.querier.merging import Rows, _entries, _groups
+from flamewatch.querier.merging import _SYMBOLIZE_BATCH, Rows, _batches, _entries, _groups
 from flamewatch.querier.symbolization import QuerySymbols
 
 
@@ -49,16 +49,17 @@ def function_shares(blocks: BlockCache, rows: Rows, granularity: str = "function
 def _per_path(blocks: BlockCache, r: Rows, granularity: str, symbols: QuerySymbols | None):
     from scipy import sparse
 
-    groups = list(_groups(blocks, r))
-    if symbols is not None:
-        symbols.prepare([g.block.reader for g in groups])
     owners, columns, values = [], [], []
-    for g in groups:
-        node_paths = g.block.paths(granularity, symbols)
-        for owner, nodes, _, vals in _entries(g, owners=True):
-            owners.append(g.pick[owner])
-            columns.append(node_paths[nodes])
-            values.append(vals.astype(np.float64))
+    for batch in _batches(_groups(blocks, r), _SYMBOLIZE_BATCH if symbols is not None else 1):  # as a merge reads
+        if symbols is not None:
+            symbols.prepare([g.block.reader for g in batch])
+        for g in batch:
+            node_paths = g.block.paths(granularity, symbols)
+            for owner, nodes, _, vals in _entries(g, owners=True):
+                owners.append(g.pick[owner])
+                columns.append(node_paths[nodes])
+                values.append(vals.astype(np.float64))
+        del batch
     width = len(blocks.paths)
     if not owners:
         return sparse.csr_matrix((len(r.row), width))

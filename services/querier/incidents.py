@@ -34,7 +34,7 @@ from fastapi import APIRouter, Query
 from flamewatch.api.flamewatch.v1 import events_pb2, events_pb2_grpc, types_pb2
 from flamewatch.auth.caller import Action
 from flamewatch.events.convert import event_proto
-from flamewatch.events.model import KINDS, REGRESSION
+from flamewatch.events.model import KINDS, REGRESSION, incident_path
 from flamewatch.events.store import DEFAULT_LIMIT, Recorded, get_event, list_events
 from flamewatch.labels.selector import Matcher, format_matchers, parse_selector
 from flamewatch.querier.api import time_range
@@ -155,7 +155,7 @@ class Incidents:
         end, notes = event.time_ns, []
         start = max(end - LOOKBACK_NS, 0)
         heap = self._times(tenant, HEAP_INUSE, matchers, start, end)
-        ui_path = f"/?view=incidents&incident={recorded.id}"
+        ui_path = incident_path(recorded.id)
         if not len(heap):
             notes.append(f"no in-use heap profile of {selector} in the {LOOKBACK_NS // 3600 // 10**9} h before "
                          f"{format_ns(end)}: scrape its heap (e.g. /debug/pprof/heap) to have one next time")
@@ -206,7 +206,7 @@ def _regression_evidence(recorded: Recorded) -> Evidence:
         else None
     notes = tuple(f"{f['name']}: {f['a']:.2%} -> {f['b']:.2%} of the total ({f['change']:+.2%})"
                   for f in details.get("functions", [])[:10])
-    return Evidence(notes=notes, ui_path=f"/?view=incidents&incident={recorded.id}", change=change)
+    return Evidence(notes=notes, ui_path=incident_path(recorded.id), change=change)
 
 
 def _single(profile_type: str, selector: str, time_ns: int) -> ProfileLink:

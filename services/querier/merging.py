@@ -59,17 +59,27 @@ def set_mask(reader: BlockReader, matchers: Filter) -> np.ndarray | None:
 
 
 def _groups(blocks: BlockCache, r: Rows) -> Iterator[_Group]:
-    loaded = blocks.get_many(r.keys.values())
+    """The rows in groups of one block and one filter, block after block as the cache streams them: a
+    group's block is let go of when the caller moves past it (see `blocks.BlockCache.stream`)."""
     row_filter = np.zeros(len(r.row), np.int64) if r.row_filter is None else r.row_filter
     block_index = run_codes(r.block_id)[1]  # rows come in runs of one block: no sort of every block id
     order = np.lexsort((r.row, row_filter, block_index))  # rows in block order: read as runs
     key = np.stack([block_index, row_filter], axis=1)[order]
     starts = np.flatnonzero(np.r_[True, (key[1:] != key[:-1]).any(axis=1)]) if len(order) else []
-    for pick in np.split(order, starts[1:]) if len(order) else []:
+    picks = np.split(order, starts[1:]) if len(order) else []
+    keys = [r.keys[r.block_id[pick[0]]] for pick in picks]  # a block's groups are consecutive
+    stream = blocks.stream([*keys, *r.keys.values()])  # every key listed, so every missing one is named
+    at, block = None, None
+    for pick, wanted in zip(picks, keys):
         deadline.check()
-        block = loaded[r.keys[r.block_id[pick[0]]]]
-        yield _Group(block, pick, r.row[pick], None if r.weights is None else r.weights[pick],
-                     set_mask(block.reader, r.filters[row_filter[pick[0]]]))
+        while at != wanted:
+            at, block = next(stream)
+        if block is not None:
+            yield _Group(block, pick, r.row[pick], None if r.weights is None else r.weights[pick],
+                         set_mask(block.reader, r.filters[row_filter[pick[0]]]))
+    del block
+    for _ in stream:  # the keys without rows; raises BlocksMissing when any block was missing
+        pass
 
 
 def _entries(g: _Group, owners: bool = True) -> Iterator[tuple[np.ndarray | None, np.ndarray, np.ndarray | None,
@@ -92,23 +102,48 @@ def merge_blocks(blocks: BlockCache, keys: Mapping[str, str], block_id: np.ndarr
                  granularity: str = "functions", symbols: QuerySymbols | None = None) -> CallTree:
     """The call tree of the rows' kept samples, weighted by `weights[i]` (None: summed as they are),
     keyed by function names or, with granularity "lines", by function, file and line. With `symbols`,
-    frames stored as bare addresses are symbolized first, all blocks' at once. Entries are folded in
-    one row group at a time, so memory stays bounded by a group, not the range."""
+    frames stored as bare addresses are symbolized first, `_SYMBOLIZE_BATCH` blocks' at once. Blocks are
+    read as the cache streams them and entries folded one row group at a time, so memory stays bounded by
+    the cache and a batch of blocks, not the range."""
     merged = np.zeros(0, np.int64 if weights is None else np.float64)
-    groups = list(_groups(blocks, Rows(keys, block_id, row, weights, filters, row_filter)))
-    if symbols is not None:
-        symbols.prepare([g.block.reader for g in groups])
-    for g in groups:
-        node_paths = g.block.paths(granularity, symbols)  # may add paths, so the sum grows after it
-        merged = _grown(merged, len(blocks.paths))
-        sums = np.zeros(len(node_paths), merged.dtype)
-        for _, nodes, _, values in _entries(g, owners=False):
-            _fold(sums, nodes, values)
-        np.add.at(merged, node_paths, sums)
+    unnamed: dict[str, str] = {}
+    for batch in _batches(_groups(blocks, Rows(keys, block_id, row, weights, filters, row_filter)),
+                          _SYMBOLIZE_BATCH if symbols is not None else 1):
+        if symbols is not None:
+            symbols.prepare([g.block.reader for g in batch])
+        for g in batch:
+            node_paths = g.block.paths(granularity, symbols)  # may add paths, so the sum grows after it
+            merged = _grown(merged, len(blocks.paths))
+            sums = np.zeros(len(node_paths), merged.dtype)
+            for _, nodes, _, values in _entries(g, owners=False):
+                _fold(sums, nodes, values)
+            np.add.at(merged, node_paths, sums)
+            if symbols is not None:
+                unnamed.update(symbols.unnamed(g.block.reader))
+        del batch  # its blocks go before the next batch is fetched
     tree = blocks.paths.tree(_grown(merged, len(blocks.paths)))
     if symbols is not None:
-        symbols.note_unnamed([g.block.reader for g in groups], tree.names)
+        symbols.note_unnamed(unnamed, tree.names)
     return tree
+
+
+# Blocks whose unsymbolized frames are asked of the symbolizer in one call (one call per query up to it).
+_SYMBOLIZE_BATCH = 64
+
+
+def _batches(groups: Iterator[_Group], blocks: int) -> Iterator[list[_Group]]:
+    """The groups in lists of at most `blocks` blocks, a block's groups never split."""
+    batch: list[_Group] = []
+    count = 0
+    for g in groups:
+        if not batch or g.block is not batch[-1].block:
+            if count == blocks:
+                yield batch
+                batch, count = [], 0
+            count += 1
+        batch.append(g)
+    if batch:
+        yield batch
 
 
 # Integer sums through float64 are exact while every partial sum stays below 2**53.

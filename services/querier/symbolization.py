@@ -24,6 +24,7 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -118,13 +119,15 @@ class QuerySymbols:
     def chains(self, reader: BlockReader) -> BlockChains:
         return self.symbolization.chains(reader, self.tenant)
 
-    def note_unnamed(self, readers: list[BlockReader], shown: np.ndarray) -> None:
-        """Warn, once per object, about frames of these blocks still shown as addresses among the
-        `shown` names (those of the answer): the answer is then partial."""
+    def unnamed(self, reader: BlockReader) -> dict[str, str]:
+        """The names shown for the block's frames that stay addresses, each with its object."""
+        return self.symbolization.unnamed(reader, self.tenant)
+
+    def note_unnamed(self, unnamed: Mapping[str, str], shown: np.ndarray) -> None:
+        """Warn, once per object, about frames still shown as addresses (`unnamed`: name -> object, of
+        the merged blocks) among the `shown` names (those of the answer): the answer is then partial."""
         shown_names = set(np.asarray(shown, object).tolist())
-        objects = sorted({obj for r in {id(r): r for r in readers}.values()
-                          for name, obj in self.symbolization.unnamed(r, self.tenant).items()
-                          if name in shown_names})
+        objects = sorted({obj for name, obj in unnamed.items() if name in shown_names})
         self.state.warnings.extend(f"frames of {obj} are shown as addresses: no debug information names them "
                                    "(upload it with `flamewatch debuginfo upload`, or serve it over debuginfod)"
                                    for obj in objects)

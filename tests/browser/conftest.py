@@ -55,9 +55,10 @@ def points(url: str, query: str) -> int:
 
 
 @contextlib.contextmanager
-def scraping_flamewatch(workdir: Path, job: str, target: str) -> Iterator[tuple[str, Path, subprocess.Popen]]:
+def scraping_flamewatch(workdir: Path, job: str, target: str,
+                        *flags: str) -> Iterator[tuple[str, Path, subprocess.Popen]]:
     """`flamewatch all` on free ports scraping `target` as `job` (its service_name too) every
-    SCRAPE_INTERVAL_S: its URL, log and process."""
+    SCRAPE_INTERVAL_S, with more `flags`: its URL, log and process."""
     http_port, grpc_port = free_port(), free_port()
     config = workdir / "flamewatch.yaml"
     config.write_text(CONFIG.format(job=job, interval=SCRAPE_INTERVAL_S, target=target))
@@ -66,7 +67,7 @@ def scraping_flamewatch(workdir: Path, job: str, target: str) -> Iterator[tuple[
         process = subprocess.Popen([str(FLAMEWATCH), "all", "--config.file", str(config), "--http-address",
                                     f"127.0.0.1:{http_port}", "--grpc-address", f"127.0.0.1:{grpc_port}",
                                     # tracing every allocation would slow each query down for nothing here
-                                    "--no-self-profiling.heap"],
+                                    "--no-self-profiling.heap", *flags],
                                    cwd=workdir, stdout=out, stderr=subprocess.STDOUT)
     try:
         yield f"http://127.0.0.1:{http_port}", log, process

@@ -575,3 +575,22 @@ def test_without_security_nothing_is_mounted_and_http_is_plain() -> None:
         assert not [a for a in container["args"] if a.startswith("--web.config.file")], name
         assert "scheme" not in container["readinessProbe"]["httpGet"]
         assert all(m["name"] != "web-config" for m in container["volumeMounts"])
+
+
+def test_incidents_go_to_alertmanager_with_links_under_the_ingress(monkeypatch: pytest.MonkeyPatch) -> None:
+    from flamewatch.cli.alerts import alerting_config
+
+    deployments = _by_kind(_render("ingress-monitoring"), "Deployment")
+    for component in ("ingester", "querier"):
+        args, _ = _parsed(deployments[f"{FULL}-{component}"], monkeypatch)
+        config = alerting_config(args)
+        assert config.alertmanager_urls == ("http://alertmanager-operated.monitoring:9093",)
+        assert config.external_url == "https://flamewatch.example.com"  # the Ingress's host, with TLS
+    assert not any(name.startswith("FLAMEWATCH_ALERTMANAGER") for d in _by_kind(_render("default"), "Deployment")
+                   .values() for name in _env(d))
+    explicit = _by_kind(_render("default", sets=("alertmanager.url=http://a:9093\\,http://b:9093",
+                                                 "externalUrl=http://ui.example:8080")), "Deployment")
+    args, _ = _parsed(explicit[f"{FULL}-ingester"], monkeypatch)
+    config = alerting_config(args)
+    assert (config.alertmanager_urls, config.external_url) == (("http://a:9093", "http://b:9093"),
+                                                               "http://ui.example:8080")

@@ -8,6 +8,7 @@
 - `gotargets`: building, running and scraping the Go programs under `tests/targets/`.
 - `gotool`: reading pprof files with `go tool pprof`, independently of Flamewatch's own decoder.
 - `helm`: the `helm` binary rendering and linting the chart under `deploy/helm/`.
+- `alertmanager`: a Prometheus Alertmanager notifying a webhook receiver the test runs.
 - `kubeapi`: etcd and a kube-apiserver with a token, RBAC and a kubeconfig for the Kubernetes tests.
 """
 

@@ -127,6 +127,27 @@ secret-key
 {{- end -}}
 {{- end -}}
 
+{{/* Environment of a service that records events: where it sends them as alerts, and the UI's URL the
+     alerts link to (values alertmanager.url and externalUrl). */}}
+{{- define "flamewatch.alertingEnv" -}}
+{{- with .Values.alertmanager.url }}
+- name: FLAMEWATCH_ALERTMANAGER_URL
+  value: {{ . | quote }}
+{{- with include "flamewatch.externalUrl" $ }}
+- name: FLAMEWATCH_WEB_EXTERNAL_URL
+  value: {{ . | quote }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{- define "flamewatch.externalUrl" -}}
+{{- if .Values.externalUrl -}}
+{{ .Values.externalUrl }}
+{{- else if and .Values.ingress.enabled .Values.ingress.hosts -}}
+{{ ternary "https" "http" (not (empty .Values.ingress.tls)) }}://{{ first .Values.ingress.hosts }}
+{{- end -}}
+{{- end -}}
+
 {{/* Environment of a service that opens the storage: (dict "root" $ "postgres" true) */}}
 {{- define "flamewatch.storageEnv" -}}
 {{- $root := .root -}}

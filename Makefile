@@ -262,7 +262,7 @@ bench-soak: test-deps
 
 # False alarms and sensitivity of "what changed" (issue 20, bench/changes.py): real CPU profiles of
 # tests/targets/regress (the base build and builds with main.hash 1-20 % slower), captured once into
-# .cache/bench/changes/ (about half an hour on 2 shared cores; reruns reuse them), compared many times.
+# .cache/bench/changes/ (about 40 minutes on 2 shared cores; reruns reuse them), compared many times.
 bench-changes: test-deps
 	nice $(PY) bench/changes.py
 

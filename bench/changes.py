@@ -230,7 +230,7 @@ def report_lines(fp: dict, runs: list, sens: list[dict], alpha: float) -> tuple[
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--base-profiles", type=int, default=120, help="base pool (at least twice --side)")
+    parser.add_argument("--base-profiles", type=int, default=240, help="base pool (at least twice --side)")
     parser.add_argument("--slower-profiles", type=int, default=60, help="pool of each slower build")
     parser.add_argument("--side", type=int, default=60, help="profiles per side: 10 minutes of 10 s profiles")
     parser.add_argument("--requests", type=int, default=3600, help="requests per profile (about 4 s of CPU)")

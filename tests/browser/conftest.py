@@ -142,13 +142,19 @@ def page(chromium, request: pytest.FixtureRequest) -> Iterator[object]:
 def secured_flamewatch(workdir: Path, web_config: Path) -> Iterator[str]:
     """`flamewatch all` on free ports behind this web configuration file, no scrape configuration; its URL
     once it is ready."""
+    with flamewatch_all(workdir, "--web.config.file", str(web_config)) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def flamewatch_all(workdir: Path, *flags: str) -> Iterator[str]:
+    """`flamewatch all` on free ports with these flags and no scrape configuration; its URL once it is ready."""
     http_port, grpc_port = free_port(), free_port()
     url = f"http://127.0.0.1:{http_port}"
     log = workdir / "all.log"
     with log.open("ab") as out:
-        process = subprocess.Popen([str(FLAMEWATCH), "all", "--web.config.file", str(web_config),
-                                    "--http-address", f"127.0.0.1:{http_port}", "--grpc-address",
-                                    f"127.0.0.1:{grpc_port}", "--no-self-profiling.heap"],
+        process = subprocess.Popen([str(FLAMEWATCH), "all", *flags, "--http-address", f"127.0.0.1:{http_port}",
+                                    "--grpc-address", f"127.0.0.1:{grpc_port}", "--no-self-profiling.heap"],
                                    cwd=workdir, stdout=out, stderr=subprocess.STDOUT)
     try:
         wait_for(lambda: answers(url + "/readyz"), 120, "flamewatch all to be ready", log, process)

@@ -108,9 +108,9 @@ def test_the_regression_reaches_alertmanager_with_a_permalink(e2e_storage: Stora
     service.start()
     try:
         push_versions(service.url, "shop-alerting")  # other flamewatch all of this module share the store
-        [alert] = wait_for(lambda: alertmanager.alerts(filter='alertname="FlamewatchRegression"'), 90,
+        [alert] = wait_for(lambda: alertmanager.alerts(filter='service_name="shop-alerting"'), 90,
                            "the regression alert in Alertmanager", service.log_path)
-        assert (alert["labels"]["service_name"], alert["labels"]["version"]) == ("shop-alerting", "1.1")
+        assert (alert["labels"]["alertname"], alert["labels"]["version"]) == ("FlamewatchRegression", "1.1")
         assert alert["annotations"]["permalink"].startswith("https://flamewatch.example.com/?view=incidents&incident=")
         assert "main.hash" in alert["annotations"]["summary"] + alert["annotations"]["description"]
     finally:

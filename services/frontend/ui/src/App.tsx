@@ -1,9 +1,10 @@
 // The page: state from the URL, the header with its tenant picker, the query bar, and the view it names
-// (explore, compare, targets, incidents).
+// (explore, compare, what changed, targets, incidents).
 
 import { useCallback, useEffect, useMemo, useState } from "react";
 import { api, exactSelector, setTenant } from "./api/client";
 import type { ProfileType } from "./api/types";
+import { ChangesPage } from "./components/ChangesPage";
 import { ComparePage } from "./components/ComparePage";
 import { ExplorePage } from "./components/ExplorePage";
 import { IncidentsPage } from "./components/IncidentsPage";
@@ -22,7 +23,8 @@ const REFRESH_MS: Record<string, number> = { "10s": 10e3, "30s": 30e3, "1m": 60e
 const PREFERRED_TYPE = "process_cpu:cpu:nanoseconds:cpu:nanoseconds";
 // Flamewatch profiles itself; a first visit opens another service (the program being watched) when there is one.
 const SELF_SERVICE = "flamewatch";
-const VIEW_NAMES: [View, string][] = [["single", "Explore"], ["compare", "Compare"], ["targets", "Targets"], ["incidents", "Incidents"]];
+const VIEW_NAMES: [View, string][] = [["single", "Explore"], ["compare", "Compare"], ["changes", "What changed"],
+  ["targets", "Targets"], ["incidents", "Incidents"]];
 
 function useUrlState(): [UiState, (patch: Partial<UiState>, replace?: boolean) => void] {
   const [state, setState] = useState(() => parseState(window.location.search));
@@ -115,7 +117,8 @@ function Workspace({ state, update, theme, tick, refresh }: WorkspaceProps) {
   const type: ProfileType | null = sorted.find((t) => t.id === state.type) ?? parseTypeId(state.type);
   const typeMatch = type ? exactSelector({ __profile_type__: type.id }) : "";
   const labelNames = useApi((s) => api.labelNames(typeMatch, range, s), `${typeMatch}|${range.from}|${range.until}`);
-  const profiles = state.view === "single" || state.view === "compare";  // the views that need a profile type
+  // the views that need a profile type
+  const profiles = state.view === "single" || state.view === "compare" || state.view === "changes";
 
   // A first visit picks CPU and a service for the user; the URL then says what was picked. Not on the
   // Incidents page: a service picked there would filter its list.
@@ -154,10 +157,12 @@ function Workspace({ state, update, theme, tick, refresh }: WorkspaceProps) {
               </select>
             </label>
           )}
+          {(state.view === "single" || state.view === "incidents" || state.view === "changes") && (
+            <SelectorInput id="selector" value={state.selector} profileType={profiles ? type?.id ?? "" : ""} range={range}
+              onChange={(selector) => update({ selector, selFrom: "", selUntil: "", time: "", ...(state.view === "changes" ? { a: "", b: "" } : {}) })} />
+          )}
           {(state.view === "single" || state.view === "incidents") && (
             <>
-              <SelectorInput id="selector" value={state.selector} profileType={profiles ? type?.id ?? "" : ""} range={range}
-                onChange={(selector) => update({ selector, selFrom: "", selUntil: "", time: "" })} />
               <RangePicker idPrefix="range" from={state.from} until={state.until}
                 onChange={(from, until) => update({ from, until, selFrom: "", selUntil: "", time: "" })} />
             </>
@@ -186,6 +191,10 @@ function Workspace({ state, update, theme, tick, refresh }: WorkspaceProps) {
         {state.view === "single" && type && (
           <ExplorePage state={state} type={type} labelNames={(labelNames.data ?? []).filter((n) => !n.startsWith("__"))}
             tick={tick} theme={theme} update={update} />
+        )}
+        {state.view === "changes" && type && (
+          <ChangesPage state={state} type={type} labelNames={(labelNames.data ?? []).filter((n) => !n.startsWith("__"))}
+            tick={tick} update={update} />
         )}
         {state.view === "compare" && type && <ComparePage state={state} type={type} tick={tick} theme={theme} update={update} />}
       </main>

@@ -1,7 +1,7 @@
 // The one module that talks to the REST API under /api/v1: components never build URLs by hand, nor
 // headers: every call names the tenant picked in the header (X-Scope-OrgID), set once by the App.
 
-import type { DiffData, FlamegraphAnswer, Incident, ProfileType, RangeAnswer, Target, Tenant } from "./types";
+import type { ChangesAnswer, DiffData, FlamegraphAnswer, Incident, ProfileType, RangeAnswer, Target, Tenant } from "./types";
 
 /** An answer other than 2xx, carrying the server's own message. */
 export class ApiError extends Error {
@@ -63,6 +63,24 @@ export function exactSelector(labels: Record<string, string>): string {
 export function queryText(profileType: string, selector: string): string {
   const s = selector.trim();
   return `${profileType}${s === "" ? "{}" : s}`;
+}
+
+/** The two selections of GET /api/v1/changes: `query` with `label`="`a`" against `label`="`b`" over one
+ * range, or `a_query` and `b_query` over a range each. */
+export interface ChangesParams {
+  query?: string;
+  label?: string;
+  a?: string;
+  b?: string;
+  a_query?: string;
+  b_query?: string;
+  from?: string;
+  until?: string;
+  a_from?: string;
+  a_until?: string;
+  b_from?: string;
+  b_until?: string;
+  order: "self" | "total";
 }
 
 type Params = Record<string, string | number | string[] | undefined>;
@@ -178,6 +196,10 @@ export const api = {
       },
       signal,
     ).then((a) => a.flamegraph),
+
+  /** What changed from selection a to b, function by function (ChangesParams: two values of a label, or
+   * two whole selections with a range each). */
+  changes: (params: ChangesParams, signal?: AbortSignal) => getJson<ChangesAnswer>("changes", { ...params }, signal),
 
   targets: (signal?: AbortSignal) =>
     getJson<{ data: { activeTargets: Target[] } }>("targets", {}, signal).then((a) => a.data.activeTargets),

@@ -82,6 +82,8 @@ export interface Evidence {
   inuse_growth: DiffLink | null;
   alloc_growth: DiffLink | null;
   cpu_before: ProfileLink | null;
+  /** A regression: the two selections its rule compared, as a diff. */
+  change?: DiffLink | null;
   notes: string[];
   /** The UI's permalink of the incident (`/?view=incidents&incident=<id>`). */
   ui_path: string;
@@ -103,4 +105,53 @@ export interface Incident {
   key: string;
   recorded: number;
   evidence: Evidence;
+  /** What a kind carries besides: a regression's selections and ranked changes (RegressionDetails). */
+  details?: Record<string, unknown>;
+}
+
+/** One measure (self or total) of a function on both sides, as shares of the total (0.01 = 1 %). */
+export interface ChangeMeasure {
+  a: number;
+  b: number;
+  /** b - a, in shares of the total. */
+  change: number;
+  /** The change's 95 % interval; null when a side has a single profile. */
+  low: number | null;
+  high: number | null;
+  /** The rank test's p-value, adjusted for the false discovery rate. */
+  p: number;
+  significant: boolean;
+}
+
+export interface FunctionChange {
+  name: string;
+  self: ChangeMeasure;
+  total: ChangeMeasure;
+}
+
+export interface ChangesSide {
+  query: string;
+  /** Epoch nanoseconds. */
+  from: number;
+  until: number;
+}
+
+/** GET /api/v1/changes: functions ranked by the change of their share, largest increase first. */
+export interface ChangesAnswer {
+  a: ChangesSide;
+  b: ChangesSide;
+  order: "self" | "total";
+  profiles: { a: number; b: number };
+  functions: FunctionChange[];
+  notes: string[];
+}
+
+/** A regression event's `details`, as a comparison rule writes them (services/querier/rules.py). */
+export interface RegressionDetails {
+  rule?: { group?: string; compare?: string; threshold?: number; order?: string; labels?: Record<string, string> };
+  a: ChangesSide & { value: string };
+  b: ChangesSide & { value: string };
+  profiles?: { a: number; b: number };
+  /** The significant increases beyond the rule's threshold, largest first, in the rule's measure. */
+  functions: { name: string; a: number; b: number; change: number; p: number }[];
 }

@@ -1,10 +1,11 @@
-// One selection: the timeline of its totals, with the incidents of the range that match the selector
-// marked on it, and the flamegraph of the range (or the dragged part of it, or the one profile clicked).
+// One selection: the timeline of its totals, with the incidents (regressions too) of the range that match
+// the selector marked on it, and the flamegraph of the range (or the dragged part of it, or the one profile clicked).
 
 import { useCallback, useMemo, useState } from "react";
 import { api, queryText, type TimeRange } from "../api/client";
 import type { ProfileType } from "../api/types";
 import { formatValue } from "../flamegraph/profileTypes";
+import { comparedLabel, regressionDetails } from "../state/changes";
 import { kindName, programName } from "../state/events";
 import { nsToMs } from "../state/evidence";
 import { compareSides } from "../state/compare";
@@ -125,6 +126,8 @@ function useIncidentMarkers(range: TimeRange, selector: string, tick: number): T
   const incidents = useApi((s) => api.incidents(range, selector, [], s), `${range.from}|${range.until}|${selector}|${tick}`);
   return useMemo(() => (incidents.data ?? []).map((i) => {
     const ms = nsToMs(i.time);
-    return { id: String(i.id), ms, kind: i.kind, label: `${kindName(i.kind)} of ${programName(i.labels)}, ${formatLocal(ms)}` };
+    const d = i.kind === "regression" ? regressionDetails(i) : null;
+    const what = d ? ` (${comparedLabel(i, d)} ${d.a.value} → ${d.b.value})` : "";
+    return { id: String(i.id), ms, kind: i.kind, label: `${kindName(i.kind)} of ${programName(i.labels)}${what}, ${formatLocal(ms)}` };
   }), [incidents.data]);
 }

@@ -4,7 +4,7 @@
 import { useCallback, useEffect, useMemo } from "react";
 import type { FlamegraphData } from "../api/types";
 import { nodeCount, searchShare } from "../flamegraph/convert";
-import { ancestry, buildLayout, findPath, matchingNames, nameOf, pathOf, type Frame, type Layout } from "../flamegraph/layout";
+import { ancestry, buildLayout, findFocus, matchingNames, nameOf, pathOf, type Frame, type Layout } from "../flamegraph/layout";
 import type { Theme } from "../flamegraph/palette";
 import { formatValue } from "../flamegraph/profileTypes";
 import { decodeFocus, encodeFocus } from "../state/url";
@@ -30,7 +30,7 @@ interface Props {
 export function FlamegraphView({ data, unit, search, onSearch, focus, onFocus, theme, step = 4, table = true }: Props) {
   const layout = useMemo(() => buildLayout(data, step), [data, step]);
   const path = useMemo(() => decodeFocus(focus), [focus]);
-  const focusFrame = useMemo(() => (path.length > 0 ? findPath(layout, path) : null), [layout, path]);
+  const focusFrame = useMemo(() => findFocus(layout, path), [layout, path]);
   const matches = useMemo(() => matchingNames(layout.names, search), [layout, search]);
   const share = useMemo(() => (step === 4 ? searchShare(data, search) : null), [data, search, step]);
   const zoom = useCallback((frame: Frame | null) => onFocus(frame ? encodeFocus(pathOf(layout, frame)) : ""), [layout, onFocus]);

@@ -12,6 +12,7 @@ import type { UiState } from "../state/url";
 import { EventDetail } from "./events/EventDetail";
 import { EvidencePane, LinkDiff, LinkFlamegraph } from "./events/EvidencePanes";
 import { KindBadge } from "./events/EventTable";
+import { RegressionDetail } from "./RegressionDetail";
 import { ErrorBox, Spinner } from "./Status";
 import { useApi } from "./useApi";
 import { ViewLink } from "./ViewLink";
@@ -39,6 +40,9 @@ export function IncidentDetail({ id, state, update, theme, tick }: Props) {
   }
   if (!found.data) return <Spinner label={`Loading incident ${id}…`} />;
   const incident = found.data;
+  if (incident.kind === "regression") {
+    return <RegressionDetail incident={incident} state={state} update={update} theme={theme} onClose={close} />;
+  }
   const open = (patch: Partial<UiState>) => (
     <ViewLink state={state} patch={patch} update={update} className="button" title="the same profiles in the Explore or Compare view">
       Open in the main view

@@ -1,14 +1,15 @@
-// The Incidents page: the incidents of the range (OOM kills, restarts with an error) matching the
-// selector and kind picked in the query bar, newest first; one click opens an incident's detail above
-// the list, and the URL (`?view=incidents&incident=<id>`) is its permalink.
+// The Incidents page: the incidents of the range (OOM kills, restarts with an error, regressions) matching
+// the selector and kind picked in the query bar, newest first, in one table per family (each with its own
+// columns); one click opens an incident's detail above the list, and the URL
+// (`?view=incidents&incident=<id>`) is its permalink.
 
 import { api } from "../api/client";
 import type { Incident } from "../api/types";
-import { formatAge, formatMemoryLimit, kindName, programName } from "../state/events";
-import { nsToMs } from "../state/evidence";
+import { formatAge, formatMemoryLimit } from "../state/events";
 import { describeRange } from "../state/time";
-import { stateToSearch, type UiState } from "../state/url";
-import { EventTable, type EventRowData } from "./events/EventTable";
+import type { UiState } from "../state/url";
+import { EventTable, incidentRowData, type EventRowData } from "./events/EventTable";
+import { REGRESSION_COLUMNS, regressionRow } from "./RegressionDetail";
 import { IncidentDetail } from "./IncidentDetail";
 import { Empty, ErrorBox, Spinner } from "./Status";
 import { useApi } from "./useApi";
@@ -26,9 +27,15 @@ export function IncidentsPage({ state, update, theme, tick }: Props) {
   const range = { from: state.from, until: state.until };
   const list = useApi((s) => api.incidents(range, state.selector, state.kind ? [state.kind] : [], s),
     `${range.from}|${range.until}|${state.selector}|${state.kind}|${tick}`);
-  const rows = (list.data ?? []).map((i) => incidentRow(i, state));
+  const all = list.data ?? [];
+  const rows = all.filter((i) => i.kind !== "regression").map((i) => incidentRow(i, state));
+  const regressions = all.filter((i) => i.kind === "regression").map((i) => regressionRow(i, state));
   const filtered = state.selector.trim() !== "" || state.kind !== "";
   const count = list.data ? `${list.data.length} in ` : "";
+  const open = (incident: string) => {
+    update({ incident });
+    window.scrollTo({ top: 0 });  // the detail opens above the list
+  };
 
   return (
     <>
@@ -42,7 +49,7 @@ export function IncidentsPage({ state, update, theme, tick }: Props) {
         </div>
         {list.error && <ErrorBox title="The incidents could not be loaded" message={list.error} />}
         {!list.error && list.loading && !list.data && <Spinner label="Loading incidents…" />}
-        {list.data && rows.length === 0 && (filtered
+        {list.data && all.length === 0 && (filtered
           ? (
             <Empty>
               No incidents match these filters in this range.{" "}
@@ -50,12 +57,17 @@ export function IncidentsPage({ state, update, theme, tick }: Props) {
             </Empty>
           )
           : <NoIncidents />)}
+        {regressions.length > 0 && (
+          <>
+            {rows.length > 0 && <h3 className="event-family">Regressions</h3>}
+            <EventTable label="regressions" columns={REGRESSION_COLUMNS} rows={regressions} selected={state.incident} onOpen={open} />
+          </>
+        )}
         {rows.length > 0 && (
-          <EventTable label="incidents" columns={COLUMNS} rows={rows} selected={state.incident}
-            onOpen={(incident) => {
-              update({ incident });
-              window.scrollTo({ top: 0 });  // the detail opens above the list
-            }} />
+          <>
+            {regressions.length > 0 && <h3 className="event-family">Kills and restarts</h3>}
+            <EventTable label="incidents" columns={COLUMNS} rows={rows} selected={state.incident} onOpen={open} />
+          </>
         )}
       </section>
     </>
@@ -74,6 +86,10 @@ function NoIncidents() {
           <code>POST /api/v1/events</code>. Each one links the heap profile from just before it.
           The README's section “OOM kills” says how to set each up.
         </p>
+        <p>
+          Regressions are recorded by comparison rules (<code>--rules.file</code>) when a new version makes a function
+          significantly more expensive; the README's section “Regressions and alerts” says how.
+        </p>
       </div>
     </Empty>
   );
@@ -81,19 +97,10 @@ function NoIncidents() {
 
 function incidentRow(i: Incident, state: UiState): EventRowData {
   const ev = i.evidence;
-  return {
-    id: String(i.id),
-    kind: i.kind,
-    kindName: kindName(i.kind),
-    timeMs: nsToMs(i.time),
-    program: programName(i.labels),
-    labels: i.labels,
-    href: stateToSearch({ ...state, incident: String(i.id) }),
-    cells: [
-      i.exit_code,
-      formatMemoryLimit(i.memory_limit_bytes),
-      ev.last_heap && ev.last_heap_age_ns !== null ? `${formatAge(ev.last_heap_age_ns)} before` : "none",
-      ev.notes.length ? <span className="note-cell" title={ev.notes.join("\n")}>{ev.notes[0]}</span> : "",
-    ],
-  };
+  return incidentRowData(i, state, [
+    i.exit_code,
+    formatMemoryLimit(i.memory_limit_bytes),
+    ev.last_heap && ev.last_heap_age_ns !== null ? `${formatAge(ev.last_heap_age_ns)} before` : "none",
+    ev.notes.length ? <span className="note-cell" title={ev.notes.join("\n")}>{ev.notes[0]}</span> : "",
+  ]);
 }

@@ -4,7 +4,7 @@ import type { DiffData } from "../api/types";
 import { diffColor } from "./diff";
 import { fitLabel } from "./draw";
 import {
-  ancestry, buildLayout, findPath, frameAtPoint, frameChange, frameFigures, frameSpan, indexAt, indexRange,
+  ancestry, buildLayout, findFocus, findPath, frameAtPoint, frameChange, frameFigures, frameSpan, indexAt, indexRange,
   matchingNames, pathOf, viewRange,
 } from "./layout";
 import { diffFrameColor, functionColor, nameColors, nameHash, PALETTES, SPECIAL } from "./palette";
@@ -119,6 +119,15 @@ describe("zoom paths (breadcrumbs)", () => {
     expect(findPath(layout, ["main", "nope"])).toBeNull();
     expect(findPath(layout, ["main", "a", "a"])).toBeNull();
     expect(findPath(layout, ["b"])).toBeNull();
+  });
+
+  it("finds a focus of one name deeper down as its widest frame (a function picked in What changed)", () => {
+    expect(findFocus(layout, ["b"])).toEqual(B);
+    expect(findFocus(layout, ["a"])).toEqual({ depth: 2, index: 0 });  // 30 under main beats 20 under b
+    expect(findFocus(layout, ["main"])).toEqual(MAIN);
+    expect(findFocus(layout, ["nope"])).toBeNull();
+    expect(findFocus(layout, ["b", "nope"])).toBeNull();
+    expect(findFocus(layout, [])).toBeNull();
   });
 });
 

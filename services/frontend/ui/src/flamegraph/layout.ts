@@ -158,6 +158,32 @@ export function findPath(layout: Layout, path: string[]): Frame | null {
   return frame;
 }
 
+/**
+ * The frame a focus leads to: its path from the root, or, for a focus of one name that is no child of the
+ * root (a function picked in What changed), that function's widest frame.
+ */
+export function findFocus(layout: Layout, path: string[]): Frame | null {
+  if (path.length === 0) return null;
+  return findPath(layout, path) ?? (path.length === 1 ? widestNamed(layout, path[0]) : null);
+}
+
+/** The widest frame of a function: the outermost call where it recurses, the heaviest caller's otherwise. */
+export function widestNamed(layout: Layout, name: string): Frame | null {
+  const index = layout.names.indexOf(name);
+  if (index < 0) return null;
+  let best: Frame | null = null;
+  let width = -1;
+  layout.levels.forEach((level, depth) => {
+    for (let i = 0; i < level.name.length; i++) {
+      if (level.name[i] === index && level.total[i] > width) {
+        width = level.total[i];
+        best = { depth, index: i };
+      }
+    }
+  });
+  return best;
+}
+
 function childNamed(layout: Layout, parent: Frame, name: string): Frame | null {
   const depth = parent.depth + 1;
   if (depth >= layout.levels.length) return null;

@@ -4,7 +4,8 @@ import { formatAge, formatMemoryLimit, kindName, programName } from "./events";
 describe("events as the pages show them", () => {
   it("name kinds, and keep an unknown one as it is", () => {
     expect(kindName("oom_kill")).toBe("OOM kill");
-    expect(kindName("regression")).toBe("regression");
+    expect(kindName("regression")).toBe("Regression");
+    expect(kindName("oom_score")).toBe("oom_score");
   });
 
   it("name the program by service, else by its pod, else by its labels", () => {

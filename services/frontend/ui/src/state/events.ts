@@ -3,7 +3,7 @@
 
 import { formatValue } from "../flamegraph/profileTypes";
 
-export const INCIDENT_KINDS: [string, string][] = [["oom_kill", "OOM kill"], ["restart", "Restart"]];
+export const INCIDENT_KINDS: [string, string][] = [["oom_kill", "OOM kill"], ["restart", "Restart"], ["regression", "Regression"]];
 
 export function kindName(kind: string): string {
   return INCIDENT_KINDS.find(([k]) => k === kind)?.[1] ?? kind;

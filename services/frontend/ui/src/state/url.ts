@@ -1,7 +1,7 @@
 // Everything the user picked, as URL query parameters: a link reproduces the view, and each change
 // that is worth going back to is a browser history entry.
 
-export type View = "single" | "compare" | "targets" | "incidents";
+export type View = "single" | "compare" | "targets" | "incidents" | "changes";
 
 export interface Side {
   selector: string;
@@ -31,8 +31,18 @@ export interface UiState {
   refresh: string;
   /** The incident opened on the Incidents page (its id, as its permalink names it); "" for the list alone. */
   incident: string;
-  /** The event kind the Incidents page lists (oom_kill, restart); "" for every kind. */
+  /** The event kind the Incidents page lists (oom_kill, restart, regression); "" for every kind. */
   kind: string;
+  /** What changed: the label whose two values are compared (`version`), and the two values (a the baseline). */
+  label: string;
+  a: string;
+  b: string;
+  /** What changed compares two values of `label` over the range ("") or the selector over two ranges, the
+   * sides' `from`/`until` ("ranges"). */
+  changeMode: string;
+  /** What changed ranks by the change of each function's self or total share. */
+  order: string;
+  /** The two sides of the Compare view; What changed in "ranges" mode reads their ranges. */
   left: Side;
   right: Side;
 }
@@ -56,11 +66,16 @@ export const DEFAULT_STATE: UiState = {
   refresh: "",
   incident: "",
   kind: "",
+  label: "version",
+  a: "",
+  b: "",
+  changeMode: "",
+  order: "self",
   left: { selector: "", from: "now-1h", until: "now-30m" },
   right: { selector: "", from: "now-30m", until: "now" },
 };
 
-const VIEWS: View[] = ["single", "compare", "targets", "incidents"];
+const VIEWS: View[] = ["single", "compare", "targets", "incidents", "changes"];
 
 // Plain fields and their query parameter names; the sides of a comparison are l_* and r_*.
 const FIELDS = [
@@ -78,6 +93,11 @@ const FIELDS = [
   ["refresh", "refresh"],
   ["incident", "incident"],
   ["kind", "kind"],
+  ["label", "label"],
+  ["a", "a"],
+  ["b", "b"],
+  ["changeMode", "compare"],
+  ["order", "order"],
 ] as const;
 
 const SIDE_FIELDS = [
@@ -106,11 +126,12 @@ export function stateToSearch(state: UiState): string {
   if (state.view !== DEFAULT_STATE.view) p.set("view", state.view);
   for (const [field, param] of FIELDS) if (state[field] !== DEFAULT_STATE[field]) p.set(param, state[field]);
   if (state.maxNodes !== DEFAULT_STATE.maxNodes) p.set("max_nodes", String(state.maxNodes));
-  if (state.view === "compare") {
-    for (const [side, prefix] of [["left", "l_"], ["right", "r_"]] as const) {
-      for (const [field, param] of SIDE_FIELDS) {
-        if (state[side][field] !== DEFAULT_STATE[side][field]) p.set(prefix + param, state[side][field]);
-      }
+  // The sides belong to the Compare view, and their ranges to What changed over two ranges.
+  const sideFields = state.view === "compare" ? SIDE_FIELDS
+    : state.view === "changes" && state.changeMode === "ranges" ? SIDE_FIELDS.slice(1) : [];
+  for (const [side, prefix] of [["left", "l_"], ["right", "r_"]] as const) {
+    for (const [field, param] of sideFields) {
+      if (state[side][field] !== DEFAULT_STATE[side][field]) p.set(prefix + param, state[side][field]);
     }
   }
   const text = p.toString();
@@ -132,7 +153,7 @@ export function isMinorChange(before: UiState, after: UiState): boolean {
  */
 export function switchTenant(state: UiState, tenant: string): Partial<UiState> {
   const cleared = { type: "", selector: "", groupBy: "", selFrom: "", selUntil: "", time: "", search: "", focus: "",
-    incident: "" };
+    incident: "", a: "", b: "" };
   return { tenant, ...cleared, left: { ...state.left, selector: "" }, right: { ...state.right, selector: "" } };
 }
 

@@ -3,7 +3,11 @@
 // opens it; its time is also a link (the permalink), for a new tab or to copy.
 
 import type { ReactNode } from "react";
+import type { Incident } from "../../api/types";
+import { kindName, programName } from "../../state/events";
+import { nsToMs } from "../../state/evidence";
 import { formatLocal } from "../../state/time";
+import { stateToSearch, type UiState } from "../../state/url";
 import { isPlainClick } from "../ViewLink";
 
 export interface EventRowData {
@@ -17,6 +21,12 @@ export interface EventRowData {
   cells: ReactNode[];
   /** The event's permalink (query string). */
   href: string;
+}
+
+/** An incident's row: what every kind shows, then the page's own `cells`. */
+export function incidentRowData(i: Incident, state: UiState, cells: ReactNode[]): EventRowData {
+  return { id: String(i.id), kind: i.kind, kindName: kindName(i.kind), timeMs: nsToMs(i.time), program: programName(i.labels),
+    labels: i.labels, href: stateToSearch({ ...state, incident: String(i.id) }), cells };
 }
 
 interface TableProps {

@@ -40,7 +40,7 @@ define apt_install
 	@$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(1) > /dev/null
 endef
 
-.PHONY: deps test-deps run test compose-base-images kube-apiserver proto lint helm-docs helm-lint bench bench-quick bench-pipeline bench-demo bench-connect bench-restart bench-soak bench-security bench-oom fuzz ui ui-test
+.PHONY: deps test-deps run test compose-base-images kube-apiserver proto lint helm-docs helm-lint bench bench-quick bench-pipeline bench-demo bench-connect bench-restart bench-soak bench-security bench-oom bench-changes fuzz ui ui-test
 
 # Two installs into the one virtualenv, each with its stamp, each redone when pyproject.toml changes:
 # RUN_ENV is Flamewatch and what running it needs (`make run`, split mode); DEV_ENV adds the test
@@ -259,6 +259,12 @@ bench-oom: test-deps
 SOAK_MINUTES ?= 30
 bench-soak: test-deps
 	nice $(PY) bench/soak.py --minutes $(SOAK_MINUTES)
+
+# False alarms and sensitivity of "what changed" (issue 20, bench/changes.py): real CPU profiles of
+# tests/targets/regress (the base build and builds with main.hash 1-20 % slower), captured once into
+# .cache/bench/changes/ (about 40 minutes on 2 shared cores; reruns reuse them), compared many times.
+bench-changes: test-deps
+	nice $(PY) bench/changes.py
 
 # Coverage-guided fuzzing (not part of `test`): each target of fuzz/ for FUZZ_SECONDS, seeded from the
 # test corpora; prints executions and findings per target. `make fuzz FUZZ_SECONDS=60 FUZZ_TARGETS=time`

@@ -42,7 +42,7 @@ def add_parsers(sub) -> None:
     p.add("--order", "rank by the change of self or of total share", choices=["self", "total"], default="self")
     p.add("--sample-type", "with files: the sample type to compare (default the last: cpu of a CPU profile, "
           "inuse_space of a heap profile)", dest="sample_type", default=None)
-    p.add("--alpha", "the false discovery rate of what is called significant", type=float, default=0.05)
+    p.add("--alpha", "the false discovery rate of what is called significant", type=float, default=0.01)
     p.add("--top", "rows to print", type=int, default=20)
     p.add("--timeout", "seconds to wait for the server", type=float, default=120.0)
     client_flags(p)

@@ -111,7 +111,7 @@ def changes(q: Querier, tenant: str, a: tuple[str, int, int], b: tuple[str, int,
             alpha: float | None = None, limit: int | None = None) -> Changes:
     """What changed from side a to side b, the largest increases first, at most `limit` functions."""
     if alpha is not None and not 0 < alpha < 1:
-        raise ValueError(f"alpha is a false discovery rate between 0 and 1, e.g. 0.05; got {alpha}")
+        raise ValueError(f"alpha is a false discovery rate between 0 and 1, e.g. 0.01; got {alpha}")
     limit = CHANGES_LIMIT if limit is None else limit
     if not 1 <= limit <= MAX_NODES_LIMIT:
         raise ValueError(f"limit must be between 1 and {MAX_NODES_LIMIT}, got {limit}")

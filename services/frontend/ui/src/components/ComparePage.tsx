@@ -86,7 +86,7 @@ function SideEditor({ name, title, side, type, onChange }: {
 }
 
 /** The diff colours and what they mean; shared with the evidence panes of events. */
-export function DiffLegend() {
+export function DiffLegend({ growth = false }: { growth?: boolean }) {
   return (
     <span className="diff-legend" aria-label="colour legend">
       <span>shrank</span>
@@ -94,7 +94,7 @@ export function DiffLegend() {
         <span key={s} className="swatch" style={{ background: diffColor(s) }}>{formatChange(s)}</span>
       ))}
       <span>grew</span>
-      <span className="muted">(change of each function's share of its side's total)</span>
+      <span className="muted">{growth ? "(change of each function's own value)" : "(change of each function's share of its side's total)"}</span>
     </span>
   );
 }

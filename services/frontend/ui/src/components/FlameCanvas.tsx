@@ -12,6 +12,8 @@ interface Props {
   layout: Layout;
   unit: string;
   theme: Theme;
+  /** A diff coloured by the change of each frame's value, not of its share. */
+  growth?: boolean;
   focus: Frame | null;
   matches: Uint8Array | null;
   onZoom: (frame: Frame | null) => void;
@@ -26,7 +28,7 @@ interface Hover {
 
 const TOOLTIP_WIDTH = 320;
 
-export function FlameCanvas({ layout, unit, theme, focus, matches, onZoom }: Props) {
+export function FlameCanvas({ layout, unit, theme, focus, matches, onZoom, growth = false }: Props) {
   const wrap = useRef<HTMLDivElement>(null);
   const canvas = useRef<HTMLCanvasElement>(null);
   const width = useWidth(wrap);
@@ -43,10 +45,10 @@ export function FlameCanvas({ layout, unit, theme, focus, matches, onZoom }: Pro
       el.width = Math.round(width * dpr);
       el.height = Math.round(height * dpr);
       const ctx = el.getContext("2d");
-      if (ctx) drawFlamegraph(ctx, layout, { width, dpr, theme, focus, colors, matches });
+      if (ctx) drawFlamegraph(ctx, layout, { width, dpr, theme, focus, colors, matches, growth });
     });
     return () => cancelAnimationFrame(frame);
-  }, [layout, width, height, dpr, theme, focus, colors, matches]);
+  }, [layout, width, height, dpr, theme, focus, colors, matches, growth]);
 
   useEffect(() => setHover(null), [layout, focus]);
 

@@ -22,12 +22,15 @@ interface Props {
   focus: string;
   onFocus: (focus: string) => void;
   theme: Theme;
+  /** A diff coloured by the change of each frame's value, not of its share (a growth between two heaps). */
+  growth?: boolean;
   step?: 4 | 7;
   /** The top table beside a single flamegraph; off where panes share the width. */
   table?: boolean;
 }
 
-export function FlamegraphView({ data, unit, search, onSearch, focus, onFocus, theme, step = 4, table = true }: Props) {
+export function FlamegraphView({ data, unit, search, onSearch, focus, onFocus, theme, step = 4, table = true,
+  growth = false }: Props) {
   const layout = useMemo(() => buildLayout(data, step), [data, step]);
   const path = useMemo(() => decodeFocus(focus), [focus]);
   const focusFrame = useMemo(() => findFocus(layout, path), [layout, path]);
@@ -53,7 +56,8 @@ export function FlamegraphView({ data, unit, search, onSearch, focus, onFocus, t
       <div className={step === 4 && table ? "flamegraph-with-table" : "flamegraph-alone"}>
         {step === 4 && table && <TopTable data={data} unit={unit} search={search} onSearch={onSearch} />}
         <div className="flamegraph-canvas">
-          <FlameCanvas layout={layout} unit={unit} theme={theme} focus={focusFrame} matches={matches} onZoom={zoom} />
+          <FlameCanvas layout={layout} unit={unit} theme={theme} focus={focusFrame} matches={matches} onZoom={zoom}
+            growth={growth} />
         </div>
       </div>
     </div>

@@ -20,6 +20,8 @@ export interface DrawOptions {
   colors: string[];
   /** Per name index, 1 when it matches the search; null when there is no search. */
   matches: Uint8Array | null;
+  /** A diff coloured by the change of each frame's value rather than of its share (layout.frameChange). */
+  growth?: boolean;
 }
 
 export function canvasHeight(layout: Layout): number {
@@ -85,7 +87,7 @@ function frameColors(p: Painter, frame: Frame): [string, string] {
   if (!p.layout.diff) return [p.o.colors[nameIndex], special.text];
   // diff.ts's scale is mid-toned in either theme: dark text reads on it in both ("other" keeps the theme's).
   const name = p.layout.names[nameIndex];
-  return [diffFrameColor(name, frameChange(p.layout, frame), p.o.theme), name === OTHER_NAME ? special.text : SPECIAL.light.text];
+  return [diffFrameColor(name, frameChange(p.layout, frame, p.o.growth), p.o.theme), name === OTHER_NAME ? special.text : SPECIAL.light.text];
 }
 
 function fillRow(ctx: CanvasRenderingContext2D, depth: number, left: number, width: number, fill: string): void {

@@ -152,6 +152,12 @@ describe("frame figures", () => {
     expect(b.diff!.change).toBeCloseTo((10 / 30 - 0.6) / 0.6);
     expect(frameChange(d, { depth: 1, index: 0 })).toBeCloseTo((20 / 30 - 0.4) / 0.4);
   });
+
+  it("gives a diff frame's change of value for a growth: b grew 6 -> 10 though its share fell", () => {
+    const d = buildLayout(DIFF, 7);
+    expect(frameChange(d, { depth: 1, index: 1 }, true)).toBeCloseTo(4 / 6);
+    expect(frameChange(d, { depth: 1, index: 1 })).toBeLessThan(0);
+  });
 });
 
 describe("colours", () => {

@@ -265,11 +265,14 @@ function diffFigures(ticks: { leftTicks: number; rightTicks: number }, left: num
   return { left, right, delta: right - left, change: relativeChange(left, ticks.leftTicks, right, ticks.rightTicks) };
 }
 
-/** A diff frame's relative change, which colours it (0 in a single flamegraph). */
-export function frameChange(layout: Layout, frame: Frame): number {
+/** A diff frame's relative change, which colours it (0 in a single flamegraph): of its share of its side's
+ * total, or with `growth` of its value itself (a heap that grew: the leak is red even though its share of
+ * the whole barely moved). */
+export function frameChange(layout: Layout, frame: Frame, growth = false): number {
   const level = layout.levels[frame.depth];
   if (!layout.diff || !level.left || !level.right) return 0;
-  return relativeChange(level.left.total[frame.index], layout.diff.leftTicks, level.right.total[frame.index], layout.diff.rightTicks);
+  const [leftTicks, rightTicks] = growth ? [1, 1] : [layout.diff.leftTicks, layout.diff.rightTicks];
+  return relativeChange(level.left.total[frame.index], leftTicks, level.right.total[frame.index], rightTicks);
 }
 
 /** Per name index, whether the name contains the query (case-insensitive); null for no query. */

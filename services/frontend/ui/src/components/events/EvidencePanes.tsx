@@ -87,9 +87,9 @@ export function LinkDiff({ diff, theme, order = "share" }: GraphProps & { diff: 
       <div className="muted pane-total">
         {formatValue(answer.data.left_ticks, unit)} → {formatValue(answer.data.right_ticks, unit)}
       </div>
-      <div className="diff-legend-line"><DiffLegend /></div>
+      <div className="diff-legend-line"><DiffLegend growth={order === "growth"} /></div>
       <FlamegraphView data={answer.data} unit={unit} search={search} onSearch={setSearch} focus={focus} onFocus={setFocus}
-        theme={theme} step={7} />
+        theme={theme} step={7} growth={order === "growth"} />
       <DiffTable data={answer.data} unit={unit} limit={8} order={order} />
     </>
   );

@@ -68,7 +68,7 @@ class Recorder:
 
 class EventBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    kind: str = Field(description="oom_kill or restart")
+    kind: str = Field(description="oom_kill, restart or regression")
     time: str | int = Field(description="when the program ended: RFC 3339, or seconds/ms/ns since the epoch")
     labels: dict[str, str] = Field(description="the labels the program's profiles carry")
     exit_code: int = 0
@@ -77,6 +77,8 @@ class EventBody(BaseModel):
     started: str | int | None = Field(None, description="when the run that ended had started")
     message: str = ""
     key: str = Field("", description="recorded once per key; default: from kind, labels and time")
+    details: dict = Field(default_factory=dict, description="what the kind carries besides: a regression's two "
+                          "selections (a, b: query, from, until, value) and ranked functions, as rules record them")
 
 
 class EventsBody(BaseModel):
@@ -92,7 +94,7 @@ class RecordedAnswer(BaseModel):
 def _event_of(body: EventBody, now_ns: int) -> Event:
     started = parse_time(str(body.started), now_ns) if body.started not in (None, "") else 0
     return Event(body.kind, parse_time(str(body.time), now_ns), body.labels, body.exit_code, body.memory_limit_bytes,
-                 body.restart_count, started, body.message, body.key)
+                 body.restart_count, started, body.message, body.key, body.details)
 
 
 def router(recorder: Recorder) -> APIRouter:

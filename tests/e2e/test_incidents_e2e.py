@@ -83,7 +83,25 @@ def test_grpc_records_at_the_ingester_and_lists_at_the_querier(cluster: Cluster)
     ({"kind": "oom_kill", "time": "yesterday", "labels": {"a": "b"}}, 'invalid time "yesterday"'),
     ({"kind": "oom_kill", "time": "now", "labels": {"a": "b" * 3000}}, "the limit is 2048"),
     ({"kind": "oom_kill", "time": "now", "labels": {"a": "b"}, "colour": "red"}, "colour"),
+    ({"kind": "regression", "time": "now", "labels": {"a": "b"}, "details": {"x": "y" * 70_000}},
+     "details is 70009 bytes long, the limit is 65536"),
 ])
 def test_a_bad_event_is_a_400_that_names_the_problem(cluster: Cluster, event: dict, problem: str):
     answer = httpx.post(f"{cluster.ingester_url}/api/v1/events", json={"events": [event]}, timeout=30)
     assert answer.status_code == 400 and problem in answer.json()["error"], answer.text
+
+
+def test_a_regression_posted_with_its_details_links_its_comparison(cluster: Cluster):
+    side = {"query": 'process_cpu:cpu:nanoseconds:cpu:nanoseconds{service_name="api",version="1.0"}',
+            "from": time.time_ns() - 600 * S, "until": time.time_ns() - 300 * S, "value": "1.0"}
+    details = {"a": side, "b": {**side, "query": side["query"].replace("1.0", "1.1"), "value": "1.1"},
+               "functions": [{"name": "main.hash", "a": 0.2, "b": 0.25, "change": 0.05, "p": 0.001}]}
+    event = {"kind": "regression", "time": "now", "labels": {"service_name": "api", "version": "1.1"},
+             "details": details}
+    posted = httpx.post(f"{cluster.ingester_url}/api/v1/events", timeout=30, json={"events": [event]})
+    assert posted.status_code == 200, posted.text
+    [incident] = httpx.get(f"{cluster.querier_url}/api/v1/incidents", timeout=30,
+                           params={"kind": "regression", "from": "now-1h"}).json()["incidents"]
+    assert incident["details"]["functions"][0]["name"] == "main.hash"
+    assert incident["evidence"]["change"]["right"]["query"].endswith('version="1.1"}')
+    assert incident["evidence"]["notes"] == ["main.hash: 20.00% -> 25.00% of the total (+5.00%)"]

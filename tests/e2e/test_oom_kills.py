@@ -170,9 +170,9 @@ scrape_configs:
 """)
         collector = Collector(config, cluster.ingester_grpc, tmp_path / "collector.log")
         try:
-            def interval() -> str:
-                [status] = collector.targets("leaky").values()
-                return status["scrapeInterval"]
+            def interval() -> str | None:
+                found = list(collector.targets("leaky").values())  # none until discovery has run once
+                return found[0]["scrapeInterval"] if found else None
 
             wait_for(lambda: interval() == "5s", 90, "fast heap scraping while the leak grows", collector.log)
             assert "in-use heap growing" in collector.log.read_text()

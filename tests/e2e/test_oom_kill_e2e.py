@@ -28,6 +28,7 @@ SCRAPE_S = 2
 LIMIT = 96 << 20
 RATE = 6 << 20
 LEAK = "main.leakIntoCache"
+MAX_AGE_S = 10
 
 
 def recording_flamewatch(workdir: Path, cgroup: Path) -> Path:
@@ -75,7 +76,10 @@ def test_a_kernel_oom_kill_becomes_an_incident_with_the_heap_from_just_before(em
             "oom_kill", 137, LIMIT, leaky.labels(leaky_addr))
         evidence = incident["evidence"]
         assert evidence["last_heap"] is not None, evidence["notes"]
-        assert 0 <= evidence["last_heap_age_ns"] <= (SCRAPE_S + 2) * S, evidence
+        # The goal. Scraped every 2 s, the last heap is usually 1-3 s old; in the last seconds before
+        # the kill the kernel's reclaim stalls the program (and its /debug/pprof/heap) for a while, more so on
+        # a loaded machine (CI saw 6.7 s).
+        assert 0 <= evidence["last_heap_age_ns"] <= MAX_AGE_S * S, evidence
         assert incident["started_ns"] <= evidence["first_heap"]["time"] < evidence["last_heap"]["time"], incident
 
         last = evidence["last_heap"]
@@ -94,3 +98,4 @@ def test_a_kernel_oom_kill_becomes_an_incident_with_the_heap_from_just_before(em
     finally:
         if flamewatch.poll() is None:
             flamewatch.kill()
+            flamewatch.wait()

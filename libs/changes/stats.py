@@ -83,6 +83,18 @@ class Changes:
                 if getattr(f, order).significant and getattr(f, order).change >= threshold]
 
 
+def parse_share(text: str) -> float:
+    """A share of the total as people write it: `1%` or `0.01`; ValueError saying the accepted forms."""
+    text = str(text).strip()
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError as exc:
+        raise ValueError(f"expected a share such as 1% or 0.01, got {text!r}") from exc
+    if not 0 <= value <= 1:
+        raise ValueError(f"a share is between 0% and 100%, got {text!r}")
+    return value
+
+
 def compare(names: np.ndarray, a_self: np.ndarray, a_total: np.ndarray, b_self: np.ndarray, b_total: np.ndarray,
             settings: Settings = Settings(), order: str = "self") -> Changes:  # noqa: B008 - frozen
     """Compare per-profile shares: `*_self` and `*_total` are (profiles x functions) arrays of shares of

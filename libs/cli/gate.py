@@ -50,13 +50,12 @@ def add_parsers(sub) -> None:
 
 
 def _share(text: str) -> float:
+    from flamewatch.changes.stats import parse_share  # imported by the flag's parse: numpy, not at --help
+
     try:
-        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+        return parse_share(text)
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"expected a share such as 1% or 0.01, got {text!r}") from exc
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"a share is between 0% and 100%, got {text!r}")
-    return value
+        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
 def run_gate(args: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ from flamewatch.querier import deadline
 from flamewatch.querier.blocks import BlockCache
 from flamewatch.querier.calltree import ROOT_NAME
 from flamewatch.querier.merging import _SYMBOLIZE_BATCH, Rows, _batches, _entries, _groups
+from flamewatch.querier.paths import with_ancestors
 from flamewatch.querier.symbolization import QuerySymbols
 
 
@@ -29,7 +30,7 @@ def function_shares(blocks: BlockCache, rows: Rows, granularity: str = "function
     per_path = _per_path(blocks, rows, granularity, symbols)
     parent, name, table = blocks.paths.arrays()
     used = np.flatnonzero(per_path.getnnz(axis=0))
-    kept = _with_ancestors(parent[: per_path.shape[1]], used)
+    kept = with_ancestors(parent[: per_path.shape[1]], used)
     names_used, name_of = np.unique(name[kept], return_inverse=True)
     name_of = name_of.reshape(-1)
     names = table.take(names_used).to_numpy(zero_copy_only=False)
@@ -65,17 +66,6 @@ def _per_path(blocks: BlockCache, r: Rows, granularity: str, symbols: QuerySymbo
         return sparse.csr_matrix((len(r.row), width))
     return sparse.csr_matrix((np.concatenate(values), (np.concatenate(owners), np.concatenate(columns))),
                              shape=(len(r.row), width))  # duplicates (one path, one profile) are summed
-
-
-def _with_ancestors(parent: np.ndarray, used: np.ndarray) -> np.ndarray:
-    """`used` and every ancestor of them, ascending (a parent's id is below its children's)."""
-    keep = np.zeros(len(parent), bool)
-    frontier = used
-    while len(frontier):
-        keep[frontier] = True
-        up = parent[frontier]
-        frontier = np.unique(up[(up >= 0) & ~keep[np.maximum(up, 0)]])
-    return np.flatnonzero(keep)
 
 
 def _chains(parent: np.ndarray, kept: np.ndarray, name_of: np.ndarray, n_names: int):

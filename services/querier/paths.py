@@ -19,6 +19,17 @@ import pyarrow as pa
 from flamewatch.querier.calltree import ROOT_NAME, CallTree
 
 
+def with_ancestors(parent: np.ndarray, paths: np.ndarray) -> np.ndarray:
+    """`paths` and every ancestor of them, ascending: ids grow from parent to child, so a parent comes first."""
+    keep = np.zeros(len(parent), bool)
+    frontier = paths
+    while len(frontier):  # one step up for all paths at once: as many steps as the deepest path
+        keep[frontier] = True
+        up = parent[frontier]
+        frontier = np.unique(up[(up >= 0) & ~keep[np.maximum(up, 0)]])
+    return np.flatnonzero(keep)
+
+
 class PathIndex:
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -101,14 +112,7 @@ class PathIndex:
         """The call tree of the paths with a value and their ancestors; `values` is indexed by path id."""
         with self._lock:
             parent, name, names = self._parent[: len(values)], self._name[: len(values)], self._names
-        keep = np.zeros(len(values), bool)
-        keep[0] = True
-        frontier = np.flatnonzero(values)
-        while len(frontier):
-            keep[frontier] = True
-            up = parent[frontier]
-            frontier = np.unique(up[(up >= 0) & ~keep[np.maximum(up, 0)]])
-        kept = np.flatnonzero(keep)  # ids grow from parent to child, so the order stays valid
+        kept = with_ancestors(parent, np.union1d([0], np.flatnonzero(values)))
         renumber = np.full(len(values), -1, np.int64)
         renumber[kept] = np.arange(len(kept))
         kept_parent = np.where(parent[kept] >= 0, renumber[np.maximum(parent[kept], 0)], -1)

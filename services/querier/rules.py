@@ -45,6 +45,7 @@ from typing import Any
 from prometheus_client import Counter
 from prometheus_client.core import GaugeMetricFamily
 
+from flamewatch.changes.stats import parse_share
 from flamewatch.configreader import (
     ConfigError,
     duration_s,
@@ -206,14 +207,10 @@ def _query(value: Any, path: str) -> Query:
 
 
 def _share(value: Any, path: str) -> float:
-    text = str(value).strip()
     try:
-        share = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+        return parse_share(value)
     except ValueError as exc:
-        raise ConfigError(f"{path}: expected a share such as 1% or 0.01, got {value!r}") from exc
-    if not 0 <= share <= 1:
-        raise ConfigError(f"{path}: a share is between 0% and 100%, got {value!r}")
-    return share
+        raise ConfigError(f"{path}: {exc}") from exc
 
 
 def _measure(value: Any, path: str) -> str:

@@ -5,6 +5,7 @@ the link to the last heap before it; a bad event is refused with a message that 
 
 from __future__ import annotations
 
+import json
 import time
 
 import grpc
@@ -105,3 +106,28 @@ def test_a_regression_posted_with_its_details_links_its_comparison(cluster: Clus
     assert incident["details"]["functions"][0]["name"] == "main.hash"
     assert incident["evidence"]["change"]["right"]["query"].endswith('version="1.1"}')
     assert incident["evidence"]["notes"] == ["main.hash: 20.00% -> 25.00% of the total (+5.00%)"]
+
+
+def test_grpc_carries_a_regressions_details_both_ways_and_refuses_details_that_are_no_json_object(cluster: Cluster):
+    now = time.time_ns()
+    side = {"query": 'process_cpu:cpu:nanoseconds:cpu:nanoseconds{service_name="grpc-api",version="1.0"}',
+            "from": now - 600 * S, "until": now - 300 * S, "value": "1.0"}  # nanoseconds a double would round
+    details = {"a": side, "b": {**side, "query": side["query"].replace("1.0", "1.1"), "value": "1.1"},
+               "functions": [{"name": "main.hash", "a": 0.2, "b": 0.25, "change": 0.05, "p": 0.001}]}
+    labels = [types_pb2.LabelPair(name="service_name", value="grpc-api")]
+    event = events_pb2.Event(kind="regression", time_ns=now, labels=labels, details_json=json.dumps(details))
+    with grpc.insecure_channel(cluster.ingester_grpc) as channel:
+        record = events_pb2_grpc.EventServiceStub(channel).Record
+        assert record(events_pb2.RecordEventsRequest(events=[event]), timeout=30).recorded == 1
+        for bad, problem in (("[1, 2]", "details_json is a JSON list, not an object"),
+                             ("{", "details_json is not JSON")):
+            with pytest.raises(grpc.RpcError) as refused:
+                record(events_pb2.RecordEventsRequest(events=[events_pb2.Event(
+                    kind="regression", time_ns=now, labels=labels, details_json=bad, key=bad)]), timeout=30)
+            assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT and problem in refused.value.details()
+    with grpc.insecure_channel(cluster.querier_grpc) as channel:
+        [incident] = events_pb2_grpc.IncidentServiceStub(channel).List(events_pb2.ListIncidentsRequest(
+            range=types_pb2.TimeRange(start_ns=now - S, end_ns=now + S), selector='{service_name="grpc-api"}'),
+            timeout=30).incidents
+    assert json.loads(incident.event.details_json) == details
+    assert incident.evidence.change.right_query.endswith('version="1.1"}')

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from flamewatch.api.flamewatch.v1 import types_pb2 as flamewatch_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x66lamewatch/v1/events.proto\x12\rflamewatch.v1\x1a\x19\x66lamewatch/v1/types.proto\"\xc8\x01\n\x05\x45vent\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0f\n\x07time_ns\x18\x02 \x01(\x03\x12(\n\x06labels\x18\x03 \x03(\x0b\x32\x18.flamewatch.v1.LabelPair\x12\x11\n\texit_code\x18\x04 \x01(\x05\x12\x1a\n\x12memory_limit_bytes\x18\x05 \x01(\x03\x12\x15\n\rrestart_count\x18\x06 \x01(\x05\x12\x12\n\nstarted_ns\x18\x07 \x01(\x03\x12\x0f\n\x07message\x18\x08 \x01(\t\x12\x0b\n\x03key\x18\t \x01(\t\";\n\x13RecordEventsRequest\x12$\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x14.flamewatch.v1.Event\"<\n\x14RecordEventsResponse\x12\x10\n\x08recorded\x18\x01 \x01(\x05\x12\x12\n\nduplicates\x18\x02 \x01(\x05\"o\n\x14ListIncidentsRequest\x12\'\n\x05range\x18\x01 \x01(\x0b\x32\x18.flamewatch.v1.TimeRange\x12\x10\n\x08selector\x18\x02 \x01(\t\x12\r\n\x05kinds\x18\x03 \x03(\t\x12\r\n\x05limit\x18\x04 \x01(\x05\"V\n\x0bProfileLink\x12\r\n\x05query\x18\x01 \x01(\t\x12\'\n\x05range\x18\x02 \x01(\x0b\x32\x18.flamewatch.v1.TimeRange\x12\x0f\n\x07time_ns\x18\x03 \x01(\x03\"\x90\x01\n\x08\x44iffLink\x12\x12\n\nleft_query\x18\x01 \x01(\t\x12,\n\nleft_range\x18\x02 \x01(\x0b\x32\x18.flamewatch.v1.TimeRange\x12\x13\n\x0bright_query\x18\x03 \x01(\t\x12-\n\x0bright_range\x18\x04 \x01(\x0b\x32\x18.flamewatch.v1.TimeRange\"\xda\x02\n\x08\x45vidence\x12-\n\tlast_heap\x18\x01 \x01(\x0b\x32\x1a.flamewatch.v1.ProfileLink\x12\x18\n\x10last_heap_age_ns\x18\x02 \x01(\x03\x12.\n\nfirst_heap\x18\x03 \x01(\x0b\x32\x1a.flamewatch.v1.ProfileLink\x12-\n\x0cinuse_growth\x18\x04 \x01(\x0b\x32\x17.flamewatch.v1.DiffLink\x12-\n\x0c\x61lloc_growth\x18\x05 \x01(\x0b\x32\x17.flamewatch.v1.DiffLink\x12.\n\ncpu_before\x18\x06 \x01(\x0b\x32\x1a.flamewatch.v1.ProfileLink\x12\r\n\x05notes\x18\x07 \x03(\t\x12\x0f\n\x07ui_path\x18\x08 \x01(\t\x12\'\n\x06\x63hange\x18\t \x01(\x0b\x32\x17.flamewatch.v1.DiffLink\"{\n\x08Incident\x12\n\n\x02id\x18\x01 \x01(\x03\x12#\n\x05\x65vent\x18\x02 \x01(\x0b\x32\x14.flamewatch.v1.Event\x12)\n\x08\x65vidence\x18\x03 \x01(\x0b\x32\x17.flamewatch.v1.Evidence\x12\x13\n\x0brecorded_ns\x18\x04 \x01(\x03\"C\n\x15ListIncidentsResponse\x12*\n\tincidents\x18\x01 \x03(\x0b\x32\x17.flamewatch.v1.Incident\" \n\x12GetIncidentRequest\x12\n\n\x02id\x18\x01 \x01(\x03\x32\x61\n\x0c\x45ventService\x12Q\n\x06Record\x12\".flamewatch.v1.RecordEventsRequest\x1a#.flamewatch.v1.RecordEventsResponse2\xa7\x01\n\x0fIncidentService\x12Q\n\x04List\x12#.flamewatch.v1.ListIncidentsRequest\x1a$.flamewatch.v1.ListIncidentsResponse\x12\x41\n\x03Get\x12!.flamewatch.v1.GetIncidentRequest\x1a\x17.flamewatch.v1.Incidentb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x66lamewatch/v1/events.proto\x12\rflamewatch.v1\x1a\x19\x66lamewatch/v1/types.proto\"\xde\x01\n\x05\x45vent\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0f\n\x07time_ns\x18\x02 \x01(\x03\x12(\n\x06labels\x18\x03 \x03(\x0b\x32\x18.flamewatch.v1.LabelPair\x12\x11\n\texit_code\x18\x04 \x01(\x05\x12\x1a\n\x12memory_limit_bytes\x18\x05 \x01(\x03\x12\x15\n\rrestart_count\x18\x06 \x01(\x05\x12\x12\n\nstarted_ns\x18\x07 \x01(\x03\x12\x0f\n\x07message\x18\x08 \x01(\t\x12\x0b\n\x03key\x18\t \x01(\t\x12\x14\n\x0c\x64\x65tails_json\x18\n \x01(\t\";\n\x13RecordEventsRequest\x12$\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x14.flamewatch.v1.Event\"<\n\x14RecordEventsResponse\x12\x10\n\x08recorded\x18\x01 \x01(\x05\x12\x12\n\nduplicates\x18\x02 \x01(\x05\"o\n\x14ListIncidentsRequest\x12\'\n\x05range\x18\x01 \x01(\x0b\x32\x18.flamewatch.v1.TimeRange\x12\x10\n\x08selector\x18\x02 \x01(\t\x12\r\n\x05kinds\x18\x03 \x03(\t\x12\r\n\x05limit\x18\x04 \x01(\x05\"V\n\x0bProfileLink\x12\r\n\x05query\x18\x01 \x01(\t\x12\'\n\x05range\x18\x02 \x01(\x0b\x32\x18.flamewatch.v1.TimeRange\x12\x0f\n\x07time_ns\x18\x03 \x01(\x03\"\x90\x01\n\x08\x44iffLink\x12\x12\n\nleft_query\x18\x01 \x01(\t\x12,\n\nleft_range\x18\x02 \x01(\x0b\x32\x18.flamewatch.v1.TimeRange\x12\x13\n\x0bright_query\x18\x03 \x01(\t\x12-\n\x0bright_range\x18\x04 \x01(\x0b\x32\x18.flamewatch.v1.TimeRange\"\xda\x02\n\x08\x45vidence\x12-\n\tlast_heap\x18\x01 \x01(\x0b\x32\x1a.flamewatch.v1.ProfileLink\x12\x18\n\x10last_heap_age_ns\x18\x02 \x01(\x03\x12.\n\nfirst_heap\x18\x03 \x01(\x0b\x32\x1a.flamewatch.v1.ProfileLink\x12-\n\x0cinuse_growth\x18\x04 \x01(\x0b\x32\x17.flamewatch.v1.DiffLink\x12-\n\x0c\x61lloc_growth\x18\x05 \x01(\x0b\x32\x17.flamewatch.v1.DiffLink\x12.\n\ncpu_before\x18\x06 \x01(\x0b\x32\x1a.flamewatch.v1.ProfileLink\x12\r\n\x05notes\x18\x07 \x03(\t\x12\x0f\n\x07ui_path\x18\x08 \x01(\t\x12\'\n\x06\x63hange\x18\t \x01(\x0b\x32\x17.flamewatch.v1.DiffLink\"{\n\x08Incident\x12\n\n\x02id\x18\x01 \x01(\x03\x12#\n\x05\x65vent\x18\x02 \x01(\x0b\x32\x14.flamewatch.v1.Event\x12)\n\x08\x65vidence\x18\x03 \x01(\x0b\x32\x17.flamewatch.v1.Evidence\x12\x13\n\x0brecorded_ns\x18\x04 \x01(\x03\"C\n\x15ListIncidentsResponse\x12*\n\tincidents\x18\x01 \x03(\x0b\x32\x17.flamewatch.v1.Incident\" \n\x12GetIncidentRequest\x12\n\n\x02id\x18\x01 \x01(\x03\x32\x61\n\x0c\x45ventService\x12Q\n\x06Record\x12\".flamewatch.v1.RecordEventsRequest\x1a#.flamewatch.v1.RecordEventsResponse2\xa7\x01\n\x0fIncidentService\x12Q\n\x04List\x12#.flamewatch.v1.ListIncidentsRequest\x1a$.flamewatch.v1.ListIncidentsResponse\x12\x41\n\x03Get\x12!.flamewatch.v1.GetIncidentRequest\x1a\x17.flamewatch.v1.Incidentb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,27 +33,27 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'flamewatch.v1.events_pb2', 
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_EVENT']._serialized_start=73
-  _globals['_EVENT']._serialized_end=273
-  _globals['_RECORDEVENTSREQUEST']._serialized_start=275
-  _globals['_RECORDEVENTSREQUEST']._serialized_end=334
-  _globals['_RECORDEVENTSRESPONSE']._serialized_start=336
-  _globals['_RECORDEVENTSRESPONSE']._serialized_end=396
-  _globals['_LISTINCIDENTSREQUEST']._serialized_start=398
-  _globals['_LISTINCIDENTSREQUEST']._serialized_end=509
-  _globals['_PROFILELINK']._serialized_start=511
-  _globals['_PROFILELINK']._serialized_end=597
-  _globals['_DIFFLINK']._serialized_start=600
-  _globals['_DIFFLINK']._serialized_end=744
-  _globals['_EVIDENCE']._serialized_start=747
-  _globals['_EVIDENCE']._serialized_end=1093
-  _globals['_INCIDENT']._serialized_start=1095
-  _globals['_INCIDENT']._serialized_end=1218
-  _globals['_LISTINCIDENTSRESPONSE']._serialized_start=1220
-  _globals['_LISTINCIDENTSRESPONSE']._serialized_end=1287
-  _globals['_GETINCIDENTREQUEST']._serialized_start=1289
-  _globals['_GETINCIDENTREQUEST']._serialized_end=1321
-  _globals['_EVENTSERVICE']._serialized_start=1323
-  _globals['_EVENTSERVICE']._serialized_end=1420
-  _globals['_INCIDENTSERVICE']._serialized_start=1423
-  _globals['_INCIDENTSERVICE']._serialized_end=1590
+  _globals['_EVENT']._serialized_end=295
+  _globals['_RECORDEVENTSREQUEST']._serialized_start=297
+  _globals['_RECORDEVENTSREQUEST']._serialized_end=356
+  _globals['_RECORDEVENTSRESPONSE']._serialized_start=358
+  _globals['_RECORDEVENTSRESPONSE']._serialized_end=418
+  _globals['_LISTINCIDENTSREQUEST']._serialized_start=420
+  _globals['_LISTINCIDENTSREQUEST']._serialized_end=531
+  _globals['_PROFILELINK']._serialized_start=533
+  _globals['_PROFILELINK']._serialized_end=619
+  _globals['_DIFFLINK']._serialized_start=622
+  _globals['_DIFFLINK']._serialized_end=766
+  _globals['_EVIDENCE']._serialized_start=769
+  _globals['_EVIDENCE']._serialized_end=1115
+  _globals['_INCIDENT']._serialized_start=1117
+  _globals['_INCIDENT']._serialized_end=1240
+  _globals['_LISTINCIDENTSRESPONSE']._serialized_start=1242
+  _globals['_LISTINCIDENTSRESPONSE']._serialized_end=1309
+  _globals['_GETINCIDENTREQUEST']._serialized_start=1311
+  _globals['_GETINCIDENTREQUEST']._serialized_end=1343
+  _globals['_EVENTSERVICE']._serialized_start=1345
+  _globals['_EVENTSERVICE']._serialized_end=1442
+  _globals['_INCIDENTSERVICE']._serialized_start=1445
+  _globals['_INCIDENTSERVICE']._serialized_end=1612
 # @@protoc_insertion_point(module_scope)

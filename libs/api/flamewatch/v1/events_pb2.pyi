@@ -8,7 +8,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Event(_message.Message):
-    __slots__ = ("kind", "time_ns", "labels", "exit_code", "memory_limit_bytes", "restart_count", "started_ns", "message", "key")
+    __slots__ = ("kind", "time_ns", "labels", "exit_code", "memory_limit_bytes", "restart_count", "started_ns", "message", "key", "details_json")
     KIND_FIELD_NUMBER: _ClassVar[int]
     TIME_NS_FIELD_NUMBER: _ClassVar[int]
     LABELS_FIELD_NUMBER: _ClassVar[int]
@@ -18,6 +18,7 @@ class Event(_message.Message):
     STARTED_NS_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     KEY_FIELD_NUMBER: _ClassVar[int]
+    DETAILS_JSON_FIELD_NUMBER: _ClassVar[int]
     kind: str
     time_ns: int
     labels: _containers.RepeatedCompositeFieldContainer[_types_pb2.LabelPair]
@@ -27,7 +28,8 @@ class Event(_message.Message):
     started_ns: int
     message: str
     key: str
-    def __init__(self, kind: _Optional[str] = ..., time_ns: _Optional[int] = ..., labels: _Optional[_Iterable[_Union[_types_pb2.LabelPair, _Mapping]]] = ..., exit_code: _Optional[int] = ..., memory_limit_bytes: _Optional[int] = ..., restart_count: _Optional[int] = ..., started_ns: _Optional[int] = ..., message: _Optional[str] = ..., key: _Optional[str] = ...) -> None: ...
+    details_json: str
+    def __init__(self, kind: _Optional[str] = ..., time_ns: _Optional[int] = ..., labels: _Optional[_Iterable[_Union[_types_pb2.LabelPair, _Mapping]]] = ..., exit_code: _Optional[int] = ..., memory_limit_bytes: _Optional[int] = ..., restart_count: _Optional[int] = ..., started_ns: _Optional[int] = ..., message: _Optional[str] = ..., key: _Optional[str] = ..., details_json: _Optional[str] = ...) -> None: ...
 
 class RecordEventsRequest(_message.Message):
     __slots__ = ("events",)

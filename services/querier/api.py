@@ -122,9 +122,10 @@ def changes(q: Querier, tenant: str, a: tuple[str, int, int], b: tuple[str, int,
 
 
 def sides(query: str | None, label: str | None, a: str | None, b: str | None, a_query: str | None,
-          b_query: str | None) -> tuple[str, str]:
-    """The two selections of a comparison: given whole (`a_query`, `b_query`), or as one query and two
-    values of one label (`query`, `label`, `a`, `b`: the query with label="a" against label="b")."""
+          b_query: str | None, names: tuple[str, str] = ("a_query", "b_query")) -> tuple[str, str]:
+    """The two selections of a comparison: given whole (`a_query`, `b_query`, called `names` in the
+    request), or as one query and two values of one label (`query`, `label`, `a`, `b`: the query with
+    label="a" against label="b")."""
     if label or a or b:
         if not (query and label and a is not None and b is not None):
             raise ValueError("compare two values of a label with query, label, a and b together, e.g. "
@@ -133,8 +134,8 @@ def sides(query: str | None, label: str | None, a: str | None, b: str | None, a_
         base = parse_query(query)
         return tuple(str(Query(base.profile_type, (*base.matchers, Matcher(label, "=", value)))) for value in (a, b))
     if not (a_query or query) or not (b_query or query):
-        raise ValueError("give the two selections: a_query and b_query (or query for both, with a time range each), "
-                         "or query, label, a and b")
+        raise ValueError(f"give the two selections: {names[0]} and {names[1]} (or query for both, with a time range "
+                         "each), or query, label, a and b")
     return a_query or query, b_query or query
 
 

@@ -116,12 +116,15 @@ def router(q: Querier) -> APIRouter:
         return {"a": {"query": left, "from": a_range[0], "until": a_range[1]},
                 "b": {"query": right, "from": b_range[0], "until": b_range[1]}, "order": order, **found.json()}
 
-    @r.get("/diff", summary="Two merges side by side as one diff flamegraph", **_answers(DiffAnswer))
-    def diff(left_query: str, right_query: str, tenant: ReadTenant, left_from: str | None = None,
-             left_until: str | None = None, right_from: str | None = None, right_until: str | None = None,
-             max_nodes: MaxNodes = None) -> dict:
-        left = (left_query, *api.time_range(left_from, left_until))
-        right = (right_query, *api.time_range(right_from, right_until))
+    @r.get("/diff", summary="Two merges side by side as one diff flamegraph: left_query and right_query, or "
+           "query, label, a and b as /changes takes them", **_answers(DiffAnswer))
+    def diff(tenant: ReadTenant, left_query: str | None = None, right_query: str | None = None,
+             query: str | None = None, label: str | None = None, a: str | None = None, b: str | None = None,
+             start: From = None, until: Until = None, left_from: str | None = None, left_until: str | None = None,
+             right_from: str | None = None, right_until: str | None = None, max_nodes: MaxNodes = None) -> dict:
+        left_q, right_q = api.sides(query, label, a, b, left_query, right_query, ("left_query", "right_query"))
+        left = (left_q, *api.time_range(left_from or start, left_until or until))
+        right = (right_q, *api.time_range(right_from or start, right_until or until))
         return {"flamegraph": api.diff(q, tenant, left, right,
                                        api.check_max_nodes(max_nodes, q.config.default_max_nodes))}
 

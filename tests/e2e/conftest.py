@@ -5,6 +5,7 @@
 | `e2e_storage` | module | `postgres`, `s3` | a fresh database and a fresh bucket shared by the module's services |
 | `cluster` | module | `e2e`, `postgres`, `s3` | a started `e2e.cluster.Cluster` on `e2e_storage` |
 | `embedded_workdir` | function | | an empty directory for `flamewatch all` with its embedded Postgres |
+| `regress_profiles` | session | `go` | real CPU profiles of tests/targets/regress: base build twice, slower |
 
 A `Cluster` exposes `ingester_url`, `querier_url`, `ingester_grpc`, `querier_grpc` ("127.0.0.1:PORT"),
 an HTTP client (`http`), gRPC stubs (`ingest`, `query`), `restart_ingester()`, `restart_querier()`, `kill(service)`,
@@ -19,7 +20,9 @@ written during the test is added to the failure report.
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -27,10 +30,32 @@ from pathlib import Path
 
 import pytest
 from e2e.cluster import Cluster, Storage, running
-from infra import postgres
+from infra import gotargets, postgres
 from infra.minio import MinioServer
 
 _MARKS = pytest.StashKey[list]()
+
+# Each regress profile covers 4000 requests, about a second of CPU (a thousand samples at the target's
+# 1000 Hz) however busy the machine is, so a test's power does not depend on the load. Asynchronous
+# preemption is off: on a loaded machine the runtime's preemption signal would land in a varying share of
+# samples.
+REGRESS_PROFILES, REGRESS_REQUESTS = 12, 4000
+
+
+@pytest.fixture(scope="session")
+def regress_profiles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Path]]:
+    """CPU profiles of the base build (twice) and of the 20 % slower one, taken side by side, once per run
+    for the gate's tests and the server's."""
+    builds = {"base": gotargets.build("regress"), "again": gotargets.build("regress"),
+              "slower": gotargets.build("regress", "-X main.extraPercent=20", "20")}
+    out = {name: tmp_path_factory.mktemp(f"regress-{name}") for name in builds}
+    env = {**os.environ, "GODEBUG": "asyncpreemptoff=1"}
+    running = [subprocess.Popen([str(binary), "-dir", str(out[name]), "-count", str(REGRESS_PROFILES), "-requests",
+                                 str(REGRESS_REQUESTS)], stderr=subprocess.DEVNULL, env=env)
+               for name, binary in builds.items()]
+    for process in running:
+        assert process.wait(600) == 0
+    return {name: sorted(directory.glob("*.pb.gz")) for name, directory in out.items()}
 
 
 @pytest.fixture(scope="module")

@@ -4,35 +4,20 @@ build with main.hash ranked first, passes two runs of one build, and refuses bad
 
 from __future__ import annotations
 
-import os
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from e2e.conftest import REGRESS_PROFILES
 from e2e.test_cli_auth import flamewatch
-from infra import gotargets
 
 pytestmark = [pytest.mark.e2e, pytest.mark.go]
 
-# Each profile covers 4000 requests, about a second of CPU (a thousand samples at the target's 1000 Hz)
-# however busy the machine is, so the test's power does not depend on the load. Asynchronous preemption
-# is off: on a loaded machine the runtime's preemption signal would land in a varying share of samples.
-PROFILES, REQUESTS = 12, 4000
-ENV = {**os.environ, "GODEBUG": "asyncpreemptoff=1"}
 
-
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, list[Path]]]:
-    """CPU profiles of the base build (twice) and of the 20 % slower one, taken side by side."""
-    builds = {"base": gotargets.build("regress"), "again": gotargets.build("regress"),
-              "slower": gotargets.build("regress", "-X main.extraPercent=20", "20")}
-    out = {name: tmp_path_factory.mktemp(name) for name in builds}
-    running = [subprocess.Popen([str(binary), "-dir", str(out[name]), "-count", str(PROFILES), "-requests",
-                                 str(REQUESTS)], stderr=subprocess.DEVNULL, env=ENV) for name, binary in builds.items()]
-    for process in running:
-        assert process.wait(600) == 0
-    yield {name: sorted(directory.glob("*.pb.gz")) for name, directory in out.items()}
+@pytest.fixture
+def runs(regress_profiles: dict[str, list[Path]]) -> dict[str, list[Path]]:
+    """Real CPU profiles of the base build (twice) and of the 20 % slower one (tests/e2e/conftest.py)."""
+    return regress_profiles
 
 
 def gate(*args: str | Path) -> subprocess.CompletedProcess:
@@ -50,7 +35,8 @@ def test_the_slower_build_fails_the_gate_with_the_slower_function_first(runs):
 def test_two_runs_of_one_build_pass(runs):
     done = gate("--baseline", *runs["base"], "--candidate", *runs["again"], "--threshold", "1%")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert f"OK: no function's self share grew significantly by 1.00% or more ({PROFILES} baseline" in done.stdout
+    assert (f"OK: no function's self share grew significantly by 1.00% or more ({REGRESS_PROFILES} baseline"
+            in done.stdout)
 
 
 def test_total_order_and_the_sample_type_can_be_chosen(runs):

@@ -6,6 +6,7 @@ a day, not millions, and the selector's regular expressions are RE2's (`flamewat
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from psycopg.types.json import Jsonb
@@ -38,6 +39,19 @@ def record(db: Database, tenant: str, events: list[Event], now_ns: int) -> list[
             if row is not None:
                 new.append(Recorded(row[0], event, now_ns))
     return new
+
+
+def prune(db: Database, keep_ns: Callable[[str], int | None], now_ns: int) -> int:
+    """Delete every tenant's events older than that tenant's retention (`keep_ns(tenant)`, None: for ever):
+    an incident outlives its profiles by no more than they are kept. Returns the events deleted."""
+    with db.connection() as conn:
+        tenants = [t for (t,) in conn.execute("SELECT DISTINCT tenant FROM events")]
+        deleted = 0
+        for tenant in tenants:
+            if (keep := keep_ns(tenant)) is not None:
+                deleted += conn.execute("DELETE FROM events WHERE tenant = %s AND time < %s",
+                                        (tenant, now_ns - keep)).rowcount
+    return deleted
 
 
 def get_event(db: Database, tenant: str, id_: int) -> Recorded | None:

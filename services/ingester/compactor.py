@@ -15,6 +15,7 @@ import time
 
 from prometheus_client import Counter, Gauge
 
+from flamewatch.events.store import prune as prune_events
 from flamewatch.ingester.config import MaintenanceConfig
 from flamewatch.ratelimitedlog import RateLimitedLog
 from flamewatch.storage.compaction import Skipped, compact_tenant, tenant_lock, tenants_with_blocks
@@ -52,6 +53,8 @@ class Maintenance:
         with try_lock(self._db, "retention") as mine:
             if mine:
                 EXPIRED.inc(expire(self._db, self.config.retention, now_ns).blocks)
+                if pruned := prune_events(self._db, self.config.retention.of, now_ns):
+                    log.info("retention: %d event(s) older than their tenant's retention deleted", pruned)
                 delete_retired(self._db, self._store, int(self.config.retired_grace_s * 1e9))
 
     def _compact(self, tenant: str, now_ns: int) -> None:

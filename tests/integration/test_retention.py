@@ -1,11 +1,16 @@
 """Retention on a real Postgres and object store: whole day partitions go, per-tenant overrides hold,
-and objects are deleted only after the grace period, once nothing in the index points at them."""
+objects are deleted only after the grace period, once nothing in the index points at them, and events
+(incidents) go with the profiles they point at."""
 
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from flamewatch.events.model import Event
+from flamewatch.events.store import list_events, record
+from flamewatch.ingester.compactor import Maintenance
+from flamewatch.ingester.config import MaintenanceConfig
 from flamewatch.storage import index
 from flamewatch.storage.index import BlockRecord, IndexEntry
 from flamewatch.storage.objstore import FilesystemConfig, ObjectStore, open_object_store
@@ -111,3 +116,14 @@ def test_an_expired_flush_block_leaves_the_flush_index_too(db: Database, store: 
     assert indexed_times(db, "t") == [NOW - DAY]
     with db.connection() as conn:
         assert conn.execute("SELECT block_id FROM flush_series").fetchall() == [("new-flush",)]
+
+
+def test_events_older_than_their_tenants_retention_are_deleted_by_the_maintenance_round(db, store) -> None:
+    labels = {"service_name": "api"}
+    for tenant in ("short", "forever"):
+        record(db, tenant, [Event("oom_kill", NOW - age, labels).keyed() for age in (9 * DAY, DAY)], NOW)
+    policy = RetentionPolicy(default_ns=7 * DAY, per_tenant_ns={"forever": None})
+    Maintenance(MaintenanceConfig(retention=policy), store, db).run_once(NOW)
+    left = {t: sorted((NOW - r.event.time_ns) // DAY for r in list_events(db, t, 0, 2**62))
+            for t in ("short", "forever")}
+    assert left == {"short": [1], "forever": [1, 9]}

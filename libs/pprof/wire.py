@@ -13,6 +13,7 @@ whole tables are built as token arrays and varint-encoded in one pass.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -89,6 +90,18 @@ class Fields:
     start: np.ndarray
     end: np.ndarray
 
+    def slice(self, lo: int, hi: int, first_message: int) -> Fields:
+        """Fields `lo:hi`, their owners counted from `first_message` (the fields of a run of messages)."""
+        return Fields(self.message[lo:hi] - first_message, self.number[lo:hi], self.wire[lo:hi],
+                      self.value[lo:hi], self.position[lo:hi], self.start[lo:hi], self.end[lo:hi])
+
+    def split(self, first_messages: np.ndarray) -> list[Fields]:
+        """The fields of messages [first_messages[i], first_messages[i + 1]) for each i, owners counted
+        from the first of each run (fields are in stream order, so their owners never decrease)."""
+        cuts = np.searchsorted(self.message, first_messages).tolist()
+        firsts = first_messages.tolist()
+        return [self.slice(lo, hi, first) for lo, hi, first in zip(cuts[:-1], cuts[1:], firsts[:-1], strict=True)]
+
 
 def walk_messages(v: Varints, first: np.ndarray, last: np.ndarray, what: str) -> Fields:
     """Read the fields of messages spanning varints [first[i], last[i])."""
@@ -101,31 +114,46 @@ def walk_messages(v: Varints, first: np.ndarray, last: np.ndarray, what: str) ->
     if not rounds:
         empty = np.zeros(0, np.int64)
         return Fields(empty, empty, empty, np.zeros(0, np.uint64), empty, empty, empty)
-    cols = [np.concatenate(c) for c in zip(*rounds, strict=True)]
-    order = np.argsort(cols[4], kind="stable")
-    return Fields(*(c[order] for c in cols))
+    message, tag, position, end = (np.concatenate(c) for c in zip(*rounds, strict=True))
+    order = np.argsort(position, kind="stable")
+    message, tag, position, end = message[order], tag[order], position[order], end[order]
+    wire = (tag & np.uint64(7)).astype(np.int64)
+    start = np.where(wire == WIRE_LEN, position + 1, -1)
+    return Fields(message, (tag >> np.uint64(3)).astype(np.int64), wire, v.values[position], position, start, end)
+
+
+# A tag is valid when its field number is in 1.._MAX_FIELD_NUMBER and its wire type is 0 or 2 (bits 0 and 2 clear).
+_MIN_TAG, _MAX_TAG, _WIRE_BITS_OTHER = np.uint64(1 << 3), np.uint64(_MAX_FIELD_NUMBER << 3 | 7), np.uint64(5)
 
 
 def _read_one_field(v: Varints, cur: np.ndarray, last: np.ndarray, live: np.ndarray, what: str):
-    at = cur[live]
-    if (at + 1 >= last[live]).any():
+    """One field of each live message: (owner, tag, varint index of the value, end of a payload or -1).
+    Each round costs a fixed number of numpy calls whatever its size, so checks are fused and the payload
+    ends are only looked up in rounds that have one."""
+    at, stop = cur[live], last[live]
+    if (at + 1 >= stop).any():
         raise DecodeError(f"{what}: a field has no value (truncated message)")
     tag = v.values[at]
+    if ((tag < _MIN_TAG) | (tag > _MAX_TAG) | ((tag & _WIRE_BITS_OTHER) != 0)).any():
+        _refuse_tag(tag, what)
+    value_at = at + 1
+    is_len = (tag & np.uint64(WIRE_LEN)) != 0
+    end = np.full(len(at), -1, np.int64)
+    if is_len.any():
+        end[is_len] = _payload_end(v, value_at[is_len] + 1, v.values[value_at[is_len]], stop[is_len], what)
+        cur[live] = np.where(is_len, end, value_at + 1)
+    else:
+        cur[live] = value_at + 1
+    return live, tag, value_at, end
+
+
+def _refuse_tag(tag: np.ndarray, what: str) -> None:
     number, wire = (tag >> np.uint64(3)).astype(np.int64), (tag & np.uint64(7)).astype(np.int64)
     bad_number = (number < 1) | (number > _MAX_FIELD_NUMBER)
     if bad_number.any():
         raise DecodeError(f"{what}: field number {number[bad_number][0]} is outside 1..{_MAX_FIELD_NUMBER}")
     bad = (wire != WIRE_VARINT) & (wire != WIRE_LEN)
-    if bad.any():
-        raise DecodeError(f"{what}: field {number[bad][0]} has unsupported wire type {wire[bad][0]}")
-    value = v.values[at + 1]
-    is_len = wire == WIRE_LEN
-    start = np.where(is_len, at + 2, -1)
-    end = np.full(len(at), -1, np.int64)
-    if is_len.any():
-        end[is_len] = _payload_end(v, at[is_len] + 2, value[is_len], last[live][is_len], what)
-    cur[live] = np.where(is_len, end, at + 2)
-    return live, number, wire, value, at + 1, start, end
+    raise DecodeError(f"{what}: field {number[bad][0]} has unsupported wire type {wire[bad][0]}")
 
 
 def _payload_end(v: Varints, start: np.ndarray, length: np.ndarray, last: np.ndarray, what: str):
@@ -136,17 +164,30 @@ def _payload_end(v: Varints, start: np.ndarray, length: np.ndarray, last: np.nda
     return v.index_of_byte(end_byte, what)
 
 
+_ANY_WIRE = -1
+
+
+@functools.lru_cache(maxsize=64)
+def _expected_wires(varints: tuple[int, ...], messages: tuple[int, ...]) -> np.ndarray:
+    """Wire type pprof gives field number i (index i), _ANY_WIRE for numbers it leaves free; the last
+    entry stands for every larger number."""
+    table = np.full(max((*varints, *messages, 0)) + 2, _ANY_WIRE, np.int64)
+    table[list(varints)] = WIRE_VARINT
+    table[list(messages)] = WIRE_LEN
+    return table
+
+
 def check_wire_types(f: Fields, what: str, varints: tuple[int, ...] = (), messages: tuple[int, ...] = ()) -> None:
     """Refuse a known field sent with another wire type than pprof's: a singular scalar (`varints`) as
     bytes, or a message (`messages`) as a varint. Reading past it would lose the value silently, and
     `go tool pprof` refuses such a profile ("type mismatch"). Repeated scalars may be packed or not."""
-    wrong = np.isin(f.number, varints) & (f.wire != WIRE_VARINT)
-    wrong |= np.isin(f.number, messages) & (f.wire != WIRE_LEN)
+    table = _expected_wires(varints, messages)
+    expected = table[np.minimum(f.number, len(table) - 1)]
+    wrong = (expected != _ANY_WIRE) & (f.wire != expected)
     if wrong.any():
         i = int(np.flatnonzero(wrong)[0])
-        expected = WIRE_VARINT if f.wire[i] == WIRE_LEN else WIRE_LEN
         raise DecodeError(f"{what}: field {f.number[i]} has wire type {f.wire[i]}, but pprof's field {f.number[i]} "
-                          f"has wire type {expected}")
+                          f"has wire type {expected[i]}")
 
 
 def scalars(v: Varints, f: Fields, number: int) -> tuple[np.ndarray, np.ndarray]:

@@ -197,10 +197,10 @@ def _read(parts: dict[str, list[bytes]], k: int) -> tuple[Samples, Locations, Fu
         np.cumsum([0, len(label_owner), len(line_owner)]))
     wire.check_wire_types(labels, "sample label", varints=(1, 2, 3, 4))
     wire.check_wire_types(lines, "location line", varints=(1, 2, 3))
-    return (_samples(v, n["sample"], k, loc_owner, locs, vals, label_owner, labels),
-            _locations(v, location, n["location"], line_owner, lines),
-            _functions(v, fields["function"], n["function"]),
-            _mappings(v, fields["mapping"], n["mapping"]))
+    return (_samples(n["sample"], k, loc_owner, locs, vals, label_owner, labels),
+            _locations(location, n["location"], line_owner, lines),
+            _functions(fields["function"], n["function"]),
+            _mappings(fields["mapping"], n["mapping"]))
 
 
 def _name_of_only_nonempty(counts: dict[str, int], otherwise: str) -> str:
@@ -240,46 +240,46 @@ def _check_value_counts(owners: np.ndarray, n: int, k: int) -> None:
         raise InvalidProfile(f"sample {bad} has {counts[bad]} values, but the profile declares {k} sample types")
 
 
-def _samples(v: wire.Varints, n: int, k: int, loc_owner: np.ndarray, locs: np.ndarray, vals: np.ndarray,
+def _samples(n: int, k: int, loc_owner: np.ndarray, locs: np.ndarray, vals: np.ndarray,
              label_owner: np.ndarray, lf: wire.Fields) -> Samples:
-    m = len(label_owner)
+    label = wire.singulars(lf, 4, len(label_owner)).view(np.int64)
     return Samples(
         offsets=_offsets(loc_owner, n),
         locations=locs,
         values=vals.view(np.int64).reshape(n, k),
         label_sample=label_owner,
-        label_key=wire.singular(v, lf, 1, m).view(np.int64),
-        label_str=wire.singular(v, lf, 2, m).view(np.int64),
-        label_num=wire.singular(v, lf, 3, m).view(np.int64),
-        label_num_unit=wire.singular(v, lf, 4, m).view(np.int64),
+        label_key=label[1],
+        label_str=label[2],
+        label_num=label[3],
+        label_num_unit=label[4],
     )
 
 
-def _locations(v: wire.Varints, f: wire.Fields, n: int, line_owner: np.ndarray, lf: wire.Fields) -> Locations:
-    m = len(line_owner)
+def _locations(f: wire.Fields, n: int, line_owner: np.ndarray, lf: wire.Fields) -> Locations:
+    col, line = wire.singulars(f, 5, n), wire.singulars(lf, 3, len(line_owner))
     return Locations(
-        id=wire.singular(v, f, 1, n),
-        mapping_id=wire.singular(v, f, 2, n),
-        address=wire.singular(v, f, 3, n),
-        is_folded=wire.singular(v, f, 5, n) != 0,
+        id=col[1],
+        mapping_id=col[2],
+        address=col[3],
+        is_folded=col[5] != 0,
         line_offsets=_offsets(line_owner, n),
-        line_function_id=wire.singular(v, lf, 1, m),
-        line_line=wire.singular(v, lf, 2, m).view(np.int64),
-        line_column=wire.singular(v, lf, 3, m).view(np.int64),
+        line_function_id=line[1],
+        line_line=line[2].view(np.int64),
+        line_column=line[3].view(np.int64),
     )
 
 
-def _functions(v: wire.Varints, f: wire.Fields, n: int) -> Functions:
-    col = lambda number: wire.singular(v, f, number, n).view(np.int64)  # noqa: E731
-    return Functions(id=wire.singular(v, f, 1, n), name=col(2), system_name=col(3), filename=col(4),
-                     start_line=col(5))
+def _functions(f: wire.Fields, n: int) -> Functions:
+    col = wire.singulars(f, 5, n)
+    signed = col.view(np.int64)
+    return Functions(id=col[1], name=signed[2], system_name=signed[3], filename=signed[4], start_line=signed[5])
 
 
-def _mappings(v: wire.Varints, f: wire.Fields, n: int) -> Mappings:
-    col = lambda number: wire.singular(v, f, number, n)  # noqa: E731
+def _mappings(f: wire.Fields, n: int) -> Mappings:
+    col = wire.singulars(f, 10, n)
     return Mappings(
-        id=col(1), memory_start=col(2), memory_limit=col(3), file_offset=col(4),
-        filename=col(5).view(np.int64), build_id=col(6).view(np.int64),
-        has_functions=col(7) != 0, has_filenames=col(8) != 0,
-        has_line_numbers=col(9) != 0, has_inline_frames=col(10) != 0,
+        id=col[1], memory_start=col[2], memory_limit=col[3], file_offset=col[4],
+        filename=col[5].view(np.int64), build_id=col[6].view(np.int64),
+        has_functions=col[7] != 0, has_filenames=col[8] != 0,
+        has_line_numbers=col[9] != 0, has_inline_frames=col[10] != 0,
     )

@@ -202,11 +202,12 @@ def scalars(v: Varints, f: Fields, number: int) -> tuple[np.ndarray, np.ndarray]
     return owners[order], v.values[positions[order]]
 
 
-def singular(v: Varints, f: Fields, number: int, n: int) -> np.ndarray:
-    """A singular scalar field per message (last occurrence wins, absent is 0)."""
-    pick = (f.number == number) & (f.wire == WIRE_VARINT)
-    out = np.zeros(n, np.uint64)
-    out[f.message[pick]] = f.value[pick]
+def singulars(f: Fields, count: int, n: int) -> np.ndarray:
+    """Singular scalar fields 1..`count` of `n` messages as one array: row i is field i per message (last
+    occurrence wins, absent is 0). One scatter for all of a table's fields, not one per field."""
+    pick = (f.wire == WIRE_VARINT) & (f.number <= count)
+    out = np.zeros((count + 1, n), np.uint64)
+    out[f.number[pick], f.message[pick]] = f.value[pick]
     return out
 
 

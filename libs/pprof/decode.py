@@ -168,7 +168,7 @@ _WIRE_TYPES = {"sample": {"messages": (3,)}, "location": {"varints": (1, 2, 3, 5
 def _tables(envelope, k: int) -> tuple[Samples, Locations, Functions, Mappings]:
     """The four tables read together: one varint split and one field walk for all of them (and one for
     the labels and lines nested in them), so a small profile pays numpy's fixed cost per call once rather
-    than once per table. A corrupt profile is read again one table at a time, in `_TABLES` order, so its
+    than once per table or per field. A corrupt profile is read again one table at a time, in `_TABLES` order, so its
     error names the first bad table and is the one that reading the tables apart gives."""
     parts = {name: list(getattr(envelope, name)) for name in _TABLES}  # one bytes object per message
     try:
@@ -181,7 +181,7 @@ def _tables(envelope, k: int) -> tuple[Samples, Locations, Functions, Mappings]:
 
 def _read(parts: dict[str, list[bytes]], k: int) -> tuple[Samples, Locations, Functions, Mappings]:
     n = {name: len(messages) for name, messages in parts.items()}
-    v, fields = _walk(parts, _name_of_only_nonempty(n, "profile tables"))
+    v, fields = _walk(parts)
     for name, f in fields.items():
         wire.check_wire_types(f, name, **_WIRE_TYPES[name])
     sample, location = fields["sample"], fields["location"]
@@ -191,9 +191,9 @@ def _read(parts: dict[str, list[bytes]], k: int) -> tuple[Samples, Locations, Fu
     label_owner, label_first, label_last = wire.submessages(sample, 3)
     line_owner, line_first, line_last = wire.submessages(location, 4)
     nested = {"sample label": len(label_owner), "location line": len(line_owner)}
-    labels, lines = wire.walk_messages(v, np.concatenate([label_first, line_first]),
-                                       np.concatenate([label_last, line_last]),
-                                       _name_of_only_nonempty(nested, "nested messages")).split(
+    labels, lines = wire.walk_scalar_messages(v, np.concatenate([label_first, line_first]),
+                                              np.concatenate([label_last, line_last]),
+                                              _name_of_only_nonempty(nested, "nested messages")).split(
         np.cumsum([0, len(label_owner), len(line_owner)]))
     wire.check_wire_types(labels, "sample label", varints=(1, 2, 3, 4))
     wire.check_wire_types(lines, "location line", varints=(1, 2, 3))
@@ -209,9 +209,10 @@ def _name_of_only_nonempty(counts: dict[str, int], otherwise: str) -> str:
     return nonempty[0] if len(nonempty) == 1 else otherwise
 
 
-def _walk(parts: dict[str, list[bytes]], what: str) -> tuple[wire.Varints, dict[str, wire.Fields]]:
-    """Split the messages of several tables into varints and read all their fields at once; each table's
-    fields with their owners counted within the table."""
+def _walk(parts: dict[str, list[bytes]]) -> tuple[wire.Varints, dict[str, wire.Fields]]:
+    """Split the messages of the four tables (`_TABLES` order) into varints at once and read their fields:
+    samples and locations, which hold length-delimited fields, in one walk; functions and mappings, all
+    varints, in one fixed number of steps. Each table's fields with their owners counted within the table."""
     counts = [len(messages) for messages in parts.values()]
     messages = list(itertools.chain.from_iterable(parts.values()))
     sizes = np.fromiter(map(len, messages), np.int64, count=len(messages))
@@ -222,9 +223,15 @@ def _walk(parts: dict[str, list[bytes]], what: str) -> tuple[wire.Varints, dict[
     if (buf[table_ends - 1] >= 0x80).any():  # a table split alone would end inside a varint
         raise DecodeError("truncated varint at the end of the data")
     v = wire.split_varints(buf)
-    bounds = v.index_of_byte(ends, what)
-    f = wire.walk_messages(v, bounds[:-1], bounds[1:], what)
-    return v, dict(zip(parts, f.split(first_of_table), strict=True))
+    n = dict(zip(parts, counts, strict=True))
+    bounds = v.index_of_byte(ends, _name_of_only_nonempty(n, "profile tables"))
+    mid = first_of_table[2]
+    with_payloads = wire.walk_messages(v, bounds[:mid], bounds[1:mid + 1], _name_of_only_nonempty(
+        {name: n[name] for name in _TABLES[:2]}, "profile tables"))
+    scalar_only = wire.walk_scalar_messages(v, bounds[mid:-1], bounds[mid + 1:], _name_of_only_nonempty(
+        {name: n[name] for name in _TABLES[2:]}, "profile tables"))
+    return v, dict(zip(parts, [*with_payloads.split(first_of_table[:3]), *scalar_only.split(first_of_table[2:] - mid)],
+                       strict=True))
 
 
 def _offsets(owners: np.ndarray, n: int) -> np.ndarray:

@@ -105,46 +105,73 @@ class Fields:
 
 def walk_messages(v: Varints, first: np.ndarray, last: np.ndarray, what: str) -> Fields:
     """Read the fields of messages spanning varints [first[i], last[i])."""
-    cur = first.astype(np.int64).copy()
+    owner = np.flatnonzero(first < last)
+    at, stop = first[owner].astype(np.int64), last[owner]
     rounds: list[tuple[np.ndarray, ...]] = []
-    live = np.flatnonzero(cur < last)
-    while len(live):
-        rounds.append(_read_one_field(v, cur, last, live, what))
-        live = live[cur[live] < last[live]]
+    while len(owner):
+        tag, value_at, after = _read_one_field(v, at, stop, what)
+        rounds.append((owner, tag, value_at, after))
+        more = after < stop
+        if more.all():
+            at = after
+        else:
+            owner, at, stop = owner[more], after[more], stop[more]
     if not rounds:
-        empty = np.zeros(0, np.int64)
-        return Fields(empty, empty, empty, np.zeros(0, np.uint64), empty, empty, empty)
-    message, tag, position, end = (np.concatenate(c) for c in zip(*rounds, strict=True))
+        return _no_fields()
+    message, tag, position, after = (np.concatenate(c) for c in zip(*rounds, strict=True))
     order = np.argsort(position, kind="stable")
-    message, tag, position, end = message[order], tag[order], position[order], end[order]
+    message, tag, position, after = message[order], tag[order], position[order], after[order]
     wire = (tag & np.uint64(7)).astype(np.int64)
-    start = np.where(wire == WIRE_LEN, position + 1, -1)
-    return Fields(message, (tag >> np.uint64(3)).astype(np.int64), wire, v.values[position], position, start, end)
+    is_len = wire == WIRE_LEN
+    return Fields(message, (tag >> np.uint64(3)).astype(np.int64), wire, v.values[position], position,
+                  np.where(is_len, position + 1, -1), np.where(is_len, after, -1))
 
 
-# A tag is valid when its field number is in 1.._MAX_FIELD_NUMBER and its wire type is 0 or 2 (bits 0 and 2 clear).
+def walk_scalar_messages(v: Varints, first: np.ndarray, last: np.ndarray, what: str) -> Fields:
+    """`walk_messages` for messages whose fields are all varints, as pprof's functions, mappings, labels
+    and lines are: there every other varint is a tag, so all their fields are read in a fixed number of
+    numpy calls, not one round per field. Messages of any other shape (a length-delimited field, a tag
+    without a value, a bad tag) are read by `walk_messages`, which names what is wrong."""
+    sizes = last - first
+    if (sizes & 1).any():
+        return walk_messages(v, first, last, what)
+    counts = sizes >> 1
+    message = np.repeat(np.arange(len(first)), counts)
+    tag_at = first[message] + 2 * (np.arange(len(message)) - (np.cumsum(counts) - counts)[message])
+    tag = v.values[tag_at]
+    if (((tag - _MIN_TAG) > _TAG_SPAN) | ((tag & np.uint64(7)) != 0)).any():
+        return walk_messages(v, first, last, what)
+    none = np.full(len(tag_at), -1, np.int64)
+    return Fields(message, (tag >> np.uint64(3)).astype(np.int64), np.zeros(len(tag_at), np.int64),
+                  v.values[tag_at + 1], tag_at + 1, none, none)
+
+
+def _no_fields() -> Fields:
+    empty = np.zeros(0, np.int64)
+    return Fields(empty, empty, empty, np.zeros(0, np.uint64), empty, empty, empty)
+
+
+# A tag is valid when its field number is in 1.._MAX_FIELD_NUMBER (tag - _MIN_TAG <= _TAG_SPAN, as unsigned) and
+# its wire type is 0 or 2 (bits 0 and 2 clear).
 _MIN_TAG, _MAX_TAG, _WIRE_BITS_OTHER = np.uint64(1 << 3), np.uint64(_MAX_FIELD_NUMBER << 3 | 7), np.uint64(5)
+_TAG_SPAN = _MAX_TAG - _MIN_TAG
 
 
-def _read_one_field(v: Varints, cur: np.ndarray, last: np.ndarray, live: np.ndarray, what: str):
-    """One field of each live message: (owner, tag, varint index of the value, end of a payload or -1).
-    Each round costs a fixed number of numpy calls whatever its size, so checks are fused and the payload
-    ends are only looked up in rounds that have one."""
-    at, stop = cur[live], last[live]
-    if (at + 1 >= stop).any():
+def _read_one_field(v: Varints, at: np.ndarray, stop: np.ndarray, what: str):
+    """One field of each message whose next field starts at varint `at` (its end is `stop`): the tag, where
+    the value is and where the field ends. Each round costs a fixed number of numpy calls whatever its size,
+    so checks are fused and payload ends are only looked up in rounds that have a payload."""
+    value_at = at + 1
+    if (value_at >= stop).any():
         raise DecodeError(f"{what}: a field has no value (truncated message)")
     tag = v.values[at]
-    if ((tag < _MIN_TAG) | (tag > _MAX_TAG) | ((tag & _WIRE_BITS_OTHER) != 0)).any():
+    if (((tag - _MIN_TAG) > _TAG_SPAN) | ((tag & _WIRE_BITS_OTHER) != 0)).any():
         _refuse_tag(tag, what)
-    value_at = at + 1
+    after = value_at + 1
     is_len = (tag & np.uint64(WIRE_LEN)) != 0
-    end = np.full(len(at), -1, np.int64)
     if is_len.any():
-        end[is_len] = _payload_end(v, value_at[is_len] + 1, v.values[value_at[is_len]], stop[is_len], what)
-        cur[live] = np.where(is_len, end, value_at + 1)
-    else:
-        cur[live] = value_at + 1
-    return live, tag, value_at, end
+        after[is_len] = _payload_end(v, after[is_len], v.values[value_at[is_len]], stop[is_len], what)
+    return tag, value_at, after
 
 
 def _refuse_tag(tag: np.ndarray, what: str) -> None:

@@ -168,8 +168,8 @@ _WIRE_TYPES = {"sample": {"messages": (3,)}, "location": {"varints": (1, 2, 3, 5
 def _tables(envelope, k: int) -> tuple[Samples, Locations, Functions, Mappings]:
     """The four tables read together: one varint split and one field walk for all of them (and one for
     the labels and lines nested in them), so a small profile pays numpy's fixed cost per call once rather
-    than once per table or per field. A corrupt profile is read again one table at a time, in `_TABLES` order, so its
-    error names the first bad table and is the one that reading the tables apart gives."""
+    than once per table or per field. A corrupt profile is read again one table at a time, in `_TABLES`
+    order, so its error names the first bad table and is the one that reading the tables apart gives."""
     parts = {name: list(getattr(envelope, name)) for name in _TABLES}  # one bytes object per message
     try:
         return _read(parts, k)
@@ -230,8 +230,8 @@ def _walk(parts: dict[str, list[bytes]]) -> tuple[wire.Varints, dict[str, wire.F
         {name: n[name] for name in _TABLES[:2]}, "profile tables"))
     scalar_only = wire.walk_scalar_messages(v, bounds[mid:-1], bounds[mid + 1:], _name_of_only_nonempty(
         {name: n[name] for name in _TABLES[2:]}, "profile tables"))
-    return v, dict(zip(parts, [*with_payloads.split(first_of_table[:3]), *scalar_only.split(first_of_table[2:] - mid)],
-                       strict=True))
+    tables = [*with_payloads.split(first_of_table[:3]), *scalar_only.split(first_of_table[2:] - mid)]
+    return v, dict(zip(parts, tables, strict=True))
 
 
 def _offsets(owners: np.ndarray, n: int) -> np.ndarray:

@@ -7,6 +7,7 @@ Decompression is bounded so a gzip bomb stops at the configured limit instead of
 
 from __future__ import annotations
 
+import itertools
 import zlib
 
 import numpy as np
@@ -17,7 +18,7 @@ from google.protobuf.unknown_fields import UnknownFieldSet
 
 from flamewatch.api.flamewatch.v1 import pprof_envelope_pb2
 from flamewatch.pprof import wire
-from flamewatch.pprof.errors import DecodeError, InvalidProfile, LimitExceeded
+from flamewatch.pprof.errors import DecodeError, InvalidProfile, LimitExceeded, PprofError
 from flamewatch.pprof.model import Functions, Locations, Mappings, Profile, Samples
 
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -108,13 +109,14 @@ def decode(data: bytes, max_bytes: int = 64 << 20) -> Profile:
         raise DecodeError("not a pprof profile: a valid protobuf message, but without the string table every "
                           "pprof profile has (OTLP profiles and other protobuf messages are not pprof)")
     _check_top_level_wire_types(envelope)
+    samples, locations, functions, mappings = _tables(envelope, len(envelope.sample_type))
     return Profile(
         strings=_strings(envelope.string_table),
         sample_types=np.array([(t.type, t.unit) for t in envelope.sample_type], np.int64).reshape(-1, 2),
-        samples=_samples(envelope.sample, len(envelope.sample_type)),
-        locations=_locations(envelope.location),
-        functions=_functions(envelope.function),
-        mappings=_mappings(envelope.mapping),
+        samples=samples,
+        locations=locations,
+        functions=functions,
+        mappings=mappings,
         period_type=(envelope.period_type.type, envelope.period_type.unit),
         period=envelope.period,
         time_nanos=envelope.time_nanos,
@@ -157,15 +159,79 @@ def _strings(table) -> np.ndarray:
         return np.array([s.decode("utf-8", "replace") for s in table], object)
 
 
-def _table(messages, what: str) -> tuple[wire.Varints, wire.Fields, int]:
-    """Split a list of encoded messages into varints and read all their fields."""
-    messages = list(messages)  # one bytes object per message, made once
-    n = len(messages)
-    sizes = np.fromiter(map(len, messages), np.int64, count=n)
-    v = wire.split_varints(np.frombuffer(b"".join(messages), np.uint8))
-    ends = np.cumsum(sizes)
-    bounds = v.index_of_byte(np.concatenate([[0], ends]), what)
-    return v, wire.walk_messages(v, bounds[:-1], bounds[1:], what), n
+# The tables in the order their errors are reported, and the wire types of their fields.
+_TABLES = ("sample", "location", "function", "mapping")
+_WIRE_TYPES = {"sample": {"messages": (3,)}, "location": {"varints": (1, 2, 3, 5), "messages": (4,)},
+               "function": {"varints": (1, 2, 3, 4, 5)}, "mapping": {"varints": tuple(range(1, 11))}}
+
+
+def _tables(envelope, k: int) -> tuple[Samples, Locations, Functions, Mappings]:
+    """The four tables read together: one varint split and one field walk for all of them (and one for
+    the labels and lines nested in them), so a small profile pays numpy's fixed cost per call once rather
+    than once per table or per field. A corrupt profile is read again one table at a time, in `_TABLES`
+    order, so its error names the first bad table and is the one that reading the tables apart gives."""
+    parts = {name: list(getattr(envelope, name)) for name in _TABLES}  # one bytes object per message
+    try:
+        return _read(parts, k)
+    except PprofError:
+        for name in _TABLES:
+            _read({other: parts[name] if other == name else [] for other in _TABLES}, k)
+        raise
+
+
+def _read(parts: dict[str, list[bytes]], k: int) -> tuple[Samples, Locations, Functions, Mappings]:
+    n = {name: len(messages) for name, messages in parts.items()}
+    v, fields = _walk(parts)
+    for name, f in fields.items():
+        wire.check_wire_types(f, name, **_WIRE_TYPES[name])
+    sample, location = fields["sample"], fields["location"]
+    loc_owner, locs = wire.scalars(v, sample, 1)
+    val_owner, vals = wire.scalars(v, sample, 2)
+    _check_value_counts(val_owner, n["sample"], k)
+    label_owner, label_first, label_last = wire.submessages(sample, 3)
+    line_owner, line_first, line_last = wire.submessages(location, 4)
+    nested = {"sample label": len(label_owner), "location line": len(line_owner)}
+    labels, lines = wire.walk_scalar_messages(v, np.concatenate([label_first, line_first]),
+                                              np.concatenate([label_last, line_last]),
+                                              _name_of_only_nonempty(nested, "nested messages")).split(
+        np.cumsum([0, len(label_owner), len(line_owner)]))
+    wire.check_wire_types(labels, "sample label", varints=(1, 2, 3, 4))
+    wire.check_wire_types(lines, "location line", varints=(1, 2, 3))
+    return (_samples(n["sample"], k, loc_owner, locs, vals, label_owner, labels),
+            _locations(location, n["location"], line_owner, lines),
+            _functions(fields["function"], n["function"]),
+            _mappings(fields["mapping"], n["mapping"]))
+
+
+def _name_of_only_nonempty(counts: dict[str, int], otherwise: str) -> str:
+    """What errors call a group of tables: the name of its one non-empty table, as when read apart."""
+    nonempty = [name for name, count in counts.items() if count]
+    return nonempty[0] if len(nonempty) == 1 else otherwise
+
+
+def _walk(parts: dict[str, list[bytes]]) -> tuple[wire.Varints, dict[str, wire.Fields]]:
+    """Split the messages of the four tables (`_TABLES` order) into varints at once and read their fields:
+    samples and locations, which hold length-delimited fields, in one walk; functions and mappings, all
+    varints, in one fixed number of steps. Each table's fields with their owners counted within the table."""
+    counts = [len(messages) for messages in parts.values()]
+    messages = list(itertools.chain.from_iterable(parts.values()))
+    sizes = np.fromiter(map(len, messages), np.int64, count=len(messages))
+    buf = np.frombuffer(b"".join(messages), np.uint8)
+    ends = np.concatenate([[0], np.cumsum(sizes)])
+    first_of_table = np.cumsum([0, *counts])
+    table_ends = ends[first_of_table[1:][np.array(counts) > 0]]
+    if (buf[table_ends - 1] >= 0x80).any():  # a table split alone would end inside a varint
+        raise DecodeError("truncated varint at the end of the data")
+    v = wire.split_varints(buf)
+    n = dict(zip(parts, counts, strict=True))
+    bounds = v.index_of_byte(ends, _name_of_only_nonempty(n, "profile tables"))
+    mid = first_of_table[2]
+    with_payloads = wire.walk_messages(v, bounds[:mid], bounds[1:mid + 1], _name_of_only_nonempty(
+        {name: n[name] for name in _TABLES[:2]}, "profile tables"))
+    scalar_only = wire.walk_scalar_messages(v, bounds[mid:-1], bounds[mid + 1:], _name_of_only_nonempty(
+        {name: n[name] for name in _TABLES[2:]}, "profile tables"))
+    tables = [*with_payloads.split(first_of_table[:3]), *scalar_only.split(first_of_table[2:] - mid)]
+    return v, dict(zip(parts, tables, strict=True))
 
 
 def _offsets(owners: np.ndarray, n: int) -> np.ndarray:
@@ -174,65 +240,53 @@ def _offsets(owners: np.ndarray, n: int) -> np.ndarray:
     return offsets
 
 
-def _samples(messages, k: int) -> Samples:
-    v, f, n = _table(messages, "sample")
-    wire.check_wire_types(f, "sample", messages=(3,))
-    loc_owner, locs = wire.scalars(v, f, 1)
-    val_owner, vals = wire.scalars(v, f, 2)
-    counts = np.bincount(val_owner, minlength=n)
+def _check_value_counts(owners: np.ndarray, n: int, k: int) -> None:
+    counts = np.bincount(owners, minlength=n)
     if (counts != k).any():
         bad = int(np.flatnonzero(counts != k)[0])
         raise InvalidProfile(f"sample {bad} has {counts[bad]} values, but the profile declares {k} sample types")
-    label_owner, first, last = wire.submessages(f, 3)
-    lf = wire.walk_messages(v, first, last, "sample label")
-    wire.check_wire_types(lf, "sample label", varints=(1, 2, 3, 4))
-    m = len(label_owner)
+
+
+def _samples(n: int, k: int, loc_owner: np.ndarray, locs: np.ndarray, vals: np.ndarray,
+             label_owner: np.ndarray, lf: wire.Fields) -> Samples:
+    label = wire.singulars(lf, 4, len(label_owner)).view(np.int64)
     return Samples(
         offsets=_offsets(loc_owner, n),
         locations=locs,
         values=vals.view(np.int64).reshape(n, k),
         label_sample=label_owner,
-        label_key=wire.singular(v, lf, 1, m).view(np.int64),
-        label_str=wire.singular(v, lf, 2, m).view(np.int64),
-        label_num=wire.singular(v, lf, 3, m).view(np.int64),
-        label_num_unit=wire.singular(v, lf, 4, m).view(np.int64),
+        label_key=label[1],
+        label_str=label[2],
+        label_num=label[3],
+        label_num_unit=label[4],
     )
 
 
-def _locations(messages) -> Locations:
-    v, f, n = _table(messages, "location")
-    wire.check_wire_types(f, "location", varints=(1, 2, 3, 5), messages=(4,))
-    line_owner, first, last = wire.submessages(f, 4)
-    lf = wire.walk_messages(v, first, last, "location line")
-    wire.check_wire_types(lf, "location line", varints=(1, 2, 3))
-    m = len(line_owner)
+def _locations(f: wire.Fields, n: int, line_owner: np.ndarray, lf: wire.Fields) -> Locations:
+    col, line = wire.singulars(f, 5, n), wire.singulars(lf, 3, len(line_owner))
     return Locations(
-        id=wire.singular(v, f, 1, n),
-        mapping_id=wire.singular(v, f, 2, n),
-        address=wire.singular(v, f, 3, n),
-        is_folded=wire.singular(v, f, 5, n) != 0,
+        id=col[1],
+        mapping_id=col[2],
+        address=col[3],
+        is_folded=col[5] != 0,
         line_offsets=_offsets(line_owner, n),
-        line_function_id=wire.singular(v, lf, 1, m),
-        line_line=wire.singular(v, lf, 2, m).view(np.int64),
-        line_column=wire.singular(v, lf, 3, m).view(np.int64),
+        line_function_id=line[1],
+        line_line=line[2].view(np.int64),
+        line_column=line[3].view(np.int64),
     )
 
 
-def _functions(messages) -> Functions:
-    v, f, n = _table(messages, "function")
-    wire.check_wire_types(f, "function", varints=(1, 2, 3, 4, 5))
-    col = lambda number: wire.singular(v, f, number, n).view(np.int64)  # noqa: E731
-    return Functions(id=wire.singular(v, f, 1, n), name=col(2), system_name=col(3), filename=col(4),
-                     start_line=col(5))
+def _functions(f: wire.Fields, n: int) -> Functions:
+    col = wire.singulars(f, 5, n)
+    signed = col.view(np.int64)
+    return Functions(id=col[1], name=signed[2], system_name=signed[3], filename=signed[4], start_line=signed[5])
 
 
-def _mappings(messages) -> Mappings:
-    v, f, n = _table(messages, "mapping")
-    wire.check_wire_types(f, "mapping", varints=tuple(range(1, 11)))
-    col = lambda number: wire.singular(v, f, number, n)  # noqa: E731
+def _mappings(f: wire.Fields, n: int) -> Mappings:
+    col = wire.singulars(f, 10, n)
     return Mappings(
-        id=col(1), memory_start=col(2), memory_limit=col(3), file_offset=col(4),
-        filename=col(5).view(np.int64), build_id=col(6).view(np.int64),
-        has_functions=col(7) != 0, has_filenames=col(8) != 0,
-        has_line_numbers=col(9) != 0, has_inline_frames=col(10) != 0,
+        id=col[1], memory_start=col[2], memory_limit=col[3], file_offset=col[4],
+        filename=col[5].view(np.int64), build_id=col[6].view(np.int64),
+        has_functions=col[7] != 0, has_filenames=col[8] != 0,
+        has_line_numbers=col[9] != 0, has_inline_frames=col[10] != 0,
     )

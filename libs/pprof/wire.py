@@ -13,6 +13,7 @@ whole tables are built as token arrays and varint-encoded in one pass.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -89,43 +90,97 @@ class Fields:
     start: np.ndarray
     end: np.ndarray
 
+    def slice(self, lo: int, hi: int, first_message: int) -> Fields:
+        """Fields `lo:hi`, their owners counted from `first_message` (the fields of a run of messages)."""
+        return Fields(self.message[lo:hi] - first_message, self.number[lo:hi], self.wire[lo:hi],
+                      self.value[lo:hi], self.position[lo:hi], self.start[lo:hi], self.end[lo:hi])
+
+    def split(self, first_messages: np.ndarray) -> list[Fields]:
+        """The fields of messages [first_messages[i], first_messages[i + 1]) for each i, owners counted
+        from the first of each run (fields are in stream order, so their owners never decrease)."""
+        cuts = np.searchsorted(self.message, first_messages).tolist()
+        firsts = first_messages.tolist()
+        return [self.slice(lo, hi, first) for lo, hi, first in zip(cuts[:-1], cuts[1:], firsts[:-1], strict=True)]
+
 
 def walk_messages(v: Varints, first: np.ndarray, last: np.ndarray, what: str) -> Fields:
     """Read the fields of messages spanning varints [first[i], last[i])."""
-    cur = first.astype(np.int64).copy()
+    owner = np.flatnonzero(first < last)
+    at, stop = first[owner].astype(np.int64), last[owner]
     rounds: list[tuple[np.ndarray, ...]] = []
-    live = np.flatnonzero(cur < last)
-    while len(live):
-        rounds.append(_read_one_field(v, cur, last, live, what))
-        live = live[cur[live] < last[live]]
+    while len(owner):
+        tag, value_at, after = _read_one_field(v, at, stop, what)
+        rounds.append((owner, tag, value_at, after))
+        more = after < stop
+        if more.all():
+            at = after
+        else:
+            owner, at, stop = owner[more], after[more], stop[more]
     if not rounds:
-        empty = np.zeros(0, np.int64)
-        return Fields(empty, empty, empty, np.zeros(0, np.uint64), empty, empty, empty)
-    cols = [np.concatenate(c) for c in zip(*rounds, strict=True)]
-    order = np.argsort(cols[4], kind="stable")
-    return Fields(*(c[order] for c in cols))
+        return _no_fields()
+    message, tag, position, after = (np.concatenate(c) for c in zip(*rounds, strict=True))
+    order = np.argsort(position, kind="stable")
+    message, tag, position, after = message[order], tag[order], position[order], after[order]
+    wire = (tag & np.uint64(7)).astype(np.int64)
+    is_len = wire == WIRE_LEN
+    return Fields(message, (tag >> np.uint64(3)).astype(np.int64), wire, v.values[position], position,
+                  np.where(is_len, position + 1, -1), np.where(is_len, after, -1))
 
 
-def _read_one_field(v: Varints, cur: np.ndarray, last: np.ndarray, live: np.ndarray, what: str):
-    at = cur[live]
-    if (at + 1 >= last[live]).any():
+def walk_scalar_messages(v: Varints, first: np.ndarray, last: np.ndarray, what: str) -> Fields:
+    """`walk_messages` for messages whose fields are all varints, as pprof's functions, mappings, labels
+    and lines are: there every other varint is a tag, so all their fields are read in a fixed number of
+    numpy calls, not one round per field. Messages of any other shape (a length-delimited field, a tag
+    without a value, a bad tag) are read by `walk_messages`, which names what is wrong."""
+    sizes = last - first
+    if (sizes & 1).any():
+        return walk_messages(v, first, last, what)
+    counts = sizes >> 1
+    message = np.repeat(np.arange(len(first)), counts)
+    tag_at = first[message] + 2 * (np.arange(len(message)) - (np.cumsum(counts) - counts)[message])
+    tag = v.values[tag_at]
+    if (((tag - _MIN_TAG) > _TAG_SPAN) | ((tag & np.uint64(7)) != 0)).any():
+        return walk_messages(v, first, last, what)
+    none = np.full(len(tag_at), -1, np.int64)
+    return Fields(message, (tag >> np.uint64(3)).astype(np.int64), np.zeros(len(tag_at), np.int64),
+                  v.values[tag_at + 1], tag_at + 1, none, none)
+
+
+def _no_fields() -> Fields:
+    empty = np.zeros(0, np.int64)
+    return Fields(empty, empty, empty, np.zeros(0, np.uint64), empty, empty, empty)
+
+
+# A tag is valid when its field number is in 1.._MAX_FIELD_NUMBER (tag - _MIN_TAG <= _TAG_SPAN, as unsigned) and
+# its wire type is 0 or 2 (bits 0 and 2 clear).
+_MIN_TAG, _MAX_TAG, _WIRE_BITS_OTHER = np.uint64(1 << 3), np.uint64(_MAX_FIELD_NUMBER << 3 | 7), np.uint64(5)
+_TAG_SPAN = _MAX_TAG - _MIN_TAG
+
+
+def _read_one_field(v: Varints, at: np.ndarray, stop: np.ndarray, what: str):
+    """One field of each message whose next field starts at varint `at` (its end is `stop`): the tag, where
+    the value is and where the field ends. Each round costs a fixed number of numpy calls whatever its size,
+    so checks are fused and payload ends are only looked up in rounds that have a payload."""
+    value_at = at + 1
+    if (value_at >= stop).any():
         raise DecodeError(f"{what}: a field has no value (truncated message)")
     tag = v.values[at]
+    if (((tag - _MIN_TAG) > _TAG_SPAN) | ((tag & _WIRE_BITS_OTHER) != 0)).any():
+        _refuse_tag(tag, what)
+    after = value_at + 1
+    is_len = (tag & np.uint64(WIRE_LEN)) != 0
+    if is_len.any():
+        after[is_len] = _payload_end(v, after[is_len], v.values[value_at[is_len]], stop[is_len], what)
+    return tag, value_at, after
+
+
+def _refuse_tag(tag: np.ndarray, what: str) -> None:
     number, wire = (tag >> np.uint64(3)).astype(np.int64), (tag & np.uint64(7)).astype(np.int64)
     bad_number = (number < 1) | (number > _MAX_FIELD_NUMBER)
     if bad_number.any():
         raise DecodeError(f"{what}: field number {number[bad_number][0]} is outside 1..{_MAX_FIELD_NUMBER}")
     bad = (wire != WIRE_VARINT) & (wire != WIRE_LEN)
-    if bad.any():
-        raise DecodeError(f"{what}: field {number[bad][0]} has unsupported wire type {wire[bad][0]}")
-    value = v.values[at + 1]
-    is_len = wire == WIRE_LEN
-    start = np.where(is_len, at + 2, -1)
-    end = np.full(len(at), -1, np.int64)
-    if is_len.any():
-        end[is_len] = _payload_end(v, at[is_len] + 2, value[is_len], last[live][is_len], what)
-    cur[live] = np.where(is_len, end, at + 2)
-    return live, number, wire, value, at + 1, start, end
+    raise DecodeError(f"{what}: field {number[bad][0]} has unsupported wire type {wire[bad][0]}")
 
 
 def _payload_end(v: Varints, start: np.ndarray, length: np.ndarray, last: np.ndarray, what: str):
@@ -136,17 +191,30 @@ def _payload_end(v: Varints, start: np.ndarray, length: np.ndarray, last: np.nda
     return v.index_of_byte(end_byte, what)
 
 
+_ANY_WIRE = -1
+
+
+@functools.lru_cache(maxsize=64)
+def _expected_wires(varints: tuple[int, ...], messages: tuple[int, ...]) -> np.ndarray:
+    """Wire type pprof gives field number i (index i), _ANY_WIRE for numbers it leaves free; the last
+    entry stands for every larger number."""
+    table = np.full(max((*varints, *messages, 0)) + 2, _ANY_WIRE, np.int64)
+    table[list(varints)] = WIRE_VARINT
+    table[list(messages)] = WIRE_LEN
+    return table
+
+
 def check_wire_types(f: Fields, what: str, varints: tuple[int, ...] = (), messages: tuple[int, ...] = ()) -> None:
     """Refuse a known field sent with another wire type than pprof's: a singular scalar (`varints`) as
     bytes, or a message (`messages`) as a varint. Reading past it would lose the value silently, and
     `go tool pprof` refuses such a profile ("type mismatch"). Repeated scalars may be packed or not."""
-    wrong = np.isin(f.number, varints) & (f.wire != WIRE_VARINT)
-    wrong |= np.isin(f.number, messages) & (f.wire != WIRE_LEN)
+    table = _expected_wires(varints, messages)
+    expected = table[np.minimum(f.number, len(table) - 1)]
+    wrong = (expected != _ANY_WIRE) & (f.wire != expected)
     if wrong.any():
         i = int(np.flatnonzero(wrong)[0])
-        expected = WIRE_VARINT if f.wire[i] == WIRE_LEN else WIRE_LEN
         raise DecodeError(f"{what}: field {f.number[i]} has wire type {f.wire[i]}, but pprof's field {f.number[i]} "
-                          f"has wire type {expected}")
+                          f"has wire type {expected[i]}")
 
 
 def scalars(v: Varints, f: Fields, number: int) -> tuple[np.ndarray, np.ndarray]:
@@ -161,11 +229,12 @@ def scalars(v: Varints, f: Fields, number: int) -> tuple[np.ndarray, np.ndarray]
     return owners[order], v.values[positions[order]]
 
 
-def singular(v: Varints, f: Fields, number: int, n: int) -> np.ndarray:
-    """A singular scalar field per message (last occurrence wins, absent is 0)."""
-    pick = (f.number == number) & (f.wire == WIRE_VARINT)
-    out = np.zeros(n, np.uint64)
-    out[f.message[pick]] = f.value[pick]
+def singulars(f: Fields, count: int, n: int) -> np.ndarray:
+    """Singular scalar fields 1..`count` of `n` messages as one array: row i is field i per message (last
+    occurrence wins, absent is 0). One scatter for all of a table's fields, not one per field."""
+    pick = (f.wire == WIRE_VARINT) & (f.number <= count)
+    out = np.zeros((count + 1, n), np.uint64)
+    out[f.number[pick], f.message[pick]] = f.value[pick]
     return out
 
 

@@ -9,6 +9,7 @@ Outputs: block objects in the object store and their index rows in Postgres.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import threading
@@ -61,6 +62,8 @@ Series = list[tuple[dict[str, str], list[tuple[str, bytes]]]]  # labels, [(clien
 # empty profile, whose values are nothing). A pprof dated by the protocol (Pyroscope's `from`) or by
 # itself needs none of this.
 TIMELESS_RETRY_WINDOW_NS = 60 * 10**9
+# Pushed pprofs up to this size (as sent, mostly gzipped) decode one at a time; larger ones beside them.
+SERIAL_DECODE_BYTES = 256 * 1024
 
 
 class Ingester:
@@ -77,8 +80,8 @@ class Ingester:
         # runs Python at once anyway, and the decoder's many small numpy calls each release and retake it, so
         # decoders running together spend CPU handing it back and forth (bench/ingest_cpu.py's small Go CPU
         # profiles, 16 clients: 5.2 against 6.5 ms of ingester CPU per profile). Waiting here sleeps, and the
-        # push's Postgres round trips stay outside; the price is that a huge pprof delays the small ones
-        # queued behind it by its decoding time, which the GIL would have spread over all of them anyway.
+        # push's Postgres round trips stay outside. A large pprof decodes outside the lock: holding it for its
+        # whole decoding would stop every small push behind it, where the GIL only slows them.
         self._decoding = threading.Lock()
 
     def start(self) -> None:
@@ -134,7 +137,7 @@ class Ingester:
         for labels, samples in series:
             for client_id, raw in samples:
                 try:
-                    with self._decoding:
+                    with self._decoding if len(raw) <= SERIAL_DECODE_BYTES else contextlib.nullcontext():
                         prepared = prepare(labels, raw, limits, now, name_hint, span, budget)
                 except ValueError as exc:
                     REJECTED.labels(type(exc).__name__).inc()

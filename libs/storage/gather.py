@@ -15,7 +15,7 @@ from typing import Protocol
 import numpy as np
 
 from flamewatch.pprof.model import Profile
-from flamewatch.storage.frames import build_stack_tree, merge_forests, unique_rows
+from flamewatch.storage.frames import build_stack_tree, merge_forests, row_codes
 from flamewatch.storage.symbols import SymbolPart, Symbols, merge_symbols, profile_part, sample_frames
 
 
@@ -100,11 +100,11 @@ def _aggregate(symbols: Symbols, parent: np.ndarray, frame: np.ndarray, parts: l
     owner, node, label_set, value = cols
     dtype = np.result_type(np.int64, value.dtype)
     keep = value != 0
-    keys = np.stack([owner[keep], node[keep], label_set[keep]], axis=1).astype(np.int64)
-    unique, inverse = unique_rows(keys)
-    sums = np.zeros(len(unique), dtype)
+    owner, node, label_set = owner[keep], node[keep], label_set[keep]
+    # codes in lexicographic order of (owner, node, label set): one 1-D sort of packed keys, and the
+    # distinct rows come out ordered by profile as they must
+    inverse, first = row_codes([owner, node, label_set])
+    sums = np.zeros(len(first), dtype)
     np.add.at(sums, inverse, value[keep].astype(dtype))
-    order = np.lexsort(unique.T[::-1]) if len(unique) else np.zeros(0, np.int64)
-    unique, sums = unique[order], sums[order]
-    return Gathered(symbols, parent.astype(np.int64), frame.astype(np.int64), unique[:, 0], unique[:, 1],
-                    unique[:, 2], sums, n_profiles)
+    return Gathered(symbols, parent.astype(np.int64), frame.astype(np.int64), owner[first].astype(np.int64),
+                    node[first].astype(np.int64), label_set[first].astype(np.int64), sums, n_profiles)

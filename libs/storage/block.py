@@ -136,10 +136,13 @@ def compact(parts: Sequence[tuple[BlockReader, np.ndarray]], order: np.ndarray |
     label sets and stacks are de-duplicated across all of them and every per-profile column is carried
     over. Row i of the new block is input row `order[i]`, counting the parts' rows one after another
     (None: in the order given)."""
-    gathered = from_blocks([(r, np.asarray(rows, np.int64)) for r, rows in parts])
+    placement = None
+    if order is not None:  # the output profile of each input row, so the entries come out in that order
+        placement = np.empty(len(order), np.int64)
+        placement[np.asarray(order, np.int64)] = np.arange(len(order))
+    gathered = from_blocks([(r, np.asarray(rows, np.int64)) for r, rows in parts], release=True, placement=placement)
     profiles = _profile_table(parts)
     if order is not None:
-        gathered = _reordered(gathered, np.asarray(order, np.int64))
         profiles = profiles.take(pa.array(order))
     return _write_parquet(_sections(gathered, {c: profiles.column(c).combine_chunks() for c in PROFILE_COLUMNS}))
 
@@ -162,16 +165,6 @@ def series_order(parts: Sequence[tuple[BlockReader, np.ndarray]]) -> np.ndarray:
     types = table.column("profile_type").to_numpy(zero_copy_only=False).astype(str)
     keys = (table.column("time_ns").to_numpy(), codes.reshape(-1), service[codes.reshape(-1)], types)
     return np.lexsort(keys)
-
-
-def _reordered(g: Gathered, order: np.ndarray) -> Gathered:
-    """`g` with output profile order[i] moved to position i."""
-    position = np.empty(len(order), np.int64)
-    position[order] = np.arange(len(order))
-    owner = position[g.owner]
-    sort = np.argsort(owner, kind="stable")  # entries of one profile keep their (node, label set) order
-    return Gathered(g.symbols, g.node_parent, g.node_frame, owner[sort], g.node[sort], g.label_set[sort],
-                    g.value[sort], g.n_profiles)
 
 
 def _entry_columns(entries: Sequence[BlockEntry]) -> dict:
@@ -360,6 +353,10 @@ class BlockReader:
             cache[group] = (offsets - offsets[0], nodes.flatten().to_numpy(), sets,
                             table.column(1).chunk(0).flatten().to_numpy())
         return cache[group]
+
+    def release_entries(self) -> None:
+        """Let go of the profile entries decoded so far (they are decoded again if asked for)."""
+        self.__dict__.pop("_lists", None)
 
     @property
     def footer_bytes(self) -> int:

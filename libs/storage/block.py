@@ -267,6 +267,10 @@ def _arrow(column, arrow_type: pa.DataType) -> pa.Array:
 
 # ------------------------------------------------------------------------------------------ reading
 
+# The columns of each section begin with its prefix (see SCHEMA)
+_SECTION_PREFIXES = {"functions": "function_", "mappings": "mapping_", "locations": "location_", "labels": "label_",
+                     "stacks": "node_", "strings": "string"}
+
 # Rows are read as runs of consecutive rows when the runs average at least this many rows: a run is one
 # slice copy (a Python step), while picking entries costs an index per entry.
 _MIN_ROWS_PER_RUN = 4
@@ -301,7 +305,14 @@ class BlockReader:
         groups = self._sections.get(section, [])
         if not groups:
             return pa.Table.from_arrays([pa.array([], SCHEMA.field(c).type) for c in columns], names=columns)
-        return self._file.read_row_groups(groups, columns=columns)
+        tables = self.__dict__.get("_section_tables")  # while the symbols are decoded (`symbol_part`)
+        if tables is None:
+            return self._file.read_row_groups(groups, columns=columns)
+        if section not in tables:
+            prefix = _SECTION_PREFIXES[section]
+            tables[section] = self._file.read_row_groups(
+                groups, columns=[c for c in self._file.schema_arrow.names if c.startswith(prefix)])
+        return tables[section].select(columns)
 
     def _numpy(self, section: str, column: str) -> np.ndarray:
         return self._read(section, [column]).column(0).to_numpy()
@@ -473,8 +484,14 @@ class BlockReader:
 
     @cached_property
     def symbol_part(self) -> SymbolPart:
-        """This block's symbols as one part of a merge (see `symbols`)."""
-        fr, fn, mp, lb = self.frames, self.functions, self.mappings, self.label_sets
+        """This block's symbols as one part of a merge (see `symbols`). Each symbol section is read in
+        one call meanwhile, not one per column: compaction reads hundreds of small blocks, and a read's
+        fixed cost was a third of its CPU."""
+        self.__dict__["_section_tables"] = {}
+        try:
+            fr, fn, mp, lb = self.frames, self.functions, self.mappings, self.label_sets
+        finally:
+            self.__dict__.pop("_section_tables", None)
         n_locations = int(fr["location"].max(initial=-1)) + 1
         first = np.searchsorted(fr["location"], np.arange(n_locations))
         has_line = fr["function"] >= 0

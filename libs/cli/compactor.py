@@ -120,7 +120,8 @@ class Child:
     async def supervise(self, delay_s: float) -> None:
         await asyncio.sleep(delay_s)
         while True:
-            self._process = subprocess.Popen(self._argv, env=self._env)
+            # its own session: a Ctrl-C in the terminal reaches `all` alone, which then stops the compactor
+            self._process = subprocess.Popen(self._argv, env=self._env, start_new_session=True)
             log.info("compaction runs in its own process (pid %d, nice %d)", self._process.pid, NICE_BESIDE_ALL)
             code = await asyncio.to_thread(self._process.wait)
             log.warning("the compactor process exited with %s; starting it again in %.0f s", code, RESTART_S)

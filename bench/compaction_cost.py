@@ -12,7 +12,9 @@ Real parts: a Postgres from the `pgserver` wheel (`tests/infra/postgres.py`, or
    (`/proc`, user + system) and of Postgres is read around the pushes of each hour.
 2. **Compaction CPU**: the query hour alone is compacted (its hour is due, the compaction hour not yet)
    by `compact_tenant` in a process of its own, whose CPU time and peak memory are its own rusage; the
-   share is that CPU against the ingest CPU of the same hour's profiles.
+   share is that CPU against the ingest CPU of the same hour's profiles. Then, on a copy, everything
+   else those profiles will cost: the compaction hour's job and, as of the day's end, the day job that
+   merges both hour blocks; against the ingest CPU of both hours.
 3. **Cold query with and without a compaction round**, `--runs` times each, in turn: a copy of the
    loaded state (a database made from it as a template, the objects hard-linked), a fresh
    `flamewatch all` on it (nothing cached), and a flamegraph of one service over the query hour. With
@@ -321,6 +323,7 @@ class Results:
     environment: dict = field(default_factory=dict)
     ingest: dict[str, Ingest] = field(default_factory=dict)
     compaction: Compaction | None = None
+    compaction_rest: Compaction | None = None  # the compaction hour's job and the day job, on a copy
     queries: list[QueryRun] = field(default_factory=list)
     late: list[LateRound] = field(default_factory=list)
 
@@ -344,6 +347,8 @@ def table(r: Results) -> str:
               for t in sorted({q.into_round for q in on})]
     share = comp.cpu_s / ingest.flamewatch_cpu_s
     share_pg = (comp.cpu_s + comp.postgres_cpu_s) / (ingest.flamewatch_cpu_s + ingest.postgres_cpu_s)
+    rest, both = r.compaction_rest, sum(i.flamewatch_cpu_s for i in r.ingest.values())
+    whole = (comp.cpu_s + rest.cpu_s) / both if rest else 0.0
 
     def peak(runs, role):
         return med(q.peaks.get(role, 0) for q in runs) / MiB
@@ -353,6 +358,8 @@ def table(r: Results) -> str:
          f"{100 * share:.1f} % ({comp.cpu_s:.1f} s / {ingest.flamewatch_cpu_s:.1f} s)", share <= 0.10),
         ("the same with Postgres's CPU on both sides", "", f"{100 * share_pg:.1f} % "
          f"({comp.cpu_s + comp.postgres_cpu_s:.1f} s / {ingest.flamewatch_cpu_s + ingest.postgres_cpu_s:.1f} s)", None),
+        *([("with the day job: both hours' jobs and the day's, against both hours' ingest", "",
+            f"{100 * whole:.1f} % ({comp.cpu_s + rest.cpu_s:.1f} s / {both:.1f} s)", None)] if rest else []),
         ("cold 1-hour query during a compaction round / without, median", "≤ 1.5×",
          f"{ratio:.2f}× ({spread(q.seconds for q in on)} s / {spread(q.seconds for q in off)} s; "
          f"{sum(q.overlapped for q in on)}/{len(on)} answered inside the round; the worst offset into the round "
@@ -385,6 +392,10 @@ def details(r: Results) -> list[str]:
     typed = max(1, sum(j["profiles"] for j in c.jobs))
     out.append(f"compaction of the query hour: {c.cpu_s:.2f} s CPU ({1e3 * c.cpu_s / typed:.3f} ms per typed profile), "
                f"Postgres {c.postgres_cpu_s:.2f} s, {c.seconds:.1f} s wall; jobs {c.jobs}")
+    if r.compaction_rest:
+        c = r.compaction_rest
+        out.append(f"the compaction hour's job and the day job: {c.cpu_s:.2f} s CPU, Postgres "
+                   f"{c.postgres_cpu_s:.2f} s, peak {c.peak_rss / MiB:.0f} MiB; jobs {c.jobs}")
     for q in r.queries:
         out.append(f"query {q.mode} at {q.into_round:g} s: {q.seconds:.3f} s, inside the round: {q.overlapped}, peaks "
                    f"{ {k: round(v / MiB) for k, v in q.peaks.items()} } MiB" + (f", round done {q.round_s:.1f} s "
@@ -452,6 +463,10 @@ def main() -> None:
             results.compaction = compact_in_own_process(dsn, work / "data" / "objects",
                                                         query_hour.end_ns + 6 * 60 * 10**9)
             print(f"  {details(results)[len(results.ingest)]}", flush=True)
+            day_end = query_hour.start_ns - query_hour.start_ns % (24 * HOUR_NS) + 24 * HOUR_NS
+            with copy_of(admin_dsn, "loaded", work / "data", work, "day") as (day_dsn, day_data):
+                results.compaction_rest = compact_in_own_process(day_dsn, day_data / "objects", day_end + 2 * HOUR_NS)
+            print(f"  {details(results)[len(results.ingest) + 1]}", flush=True)
             for k in range(args.runs):
                 for mode in (("off", "round") if k % 2 == 0 else ("round", "off")):
                     results.queries.append(query_run(args, admin_dsn, work, mode, k, query_hour))

@@ -5,6 +5,7 @@
     flamewatch collector  scrape pprof endpoints on schedule and push to an ingester
     flamewatch frontend   serve the web UI and pass /api to a querier
     flamewatch symbolizer store debug information and name addresses for the querier
+    flamewatch compactor  compact and expire stored blocks (also run by `flamewatch all`, as its own process)
     flamewatch all        all of them in one process, on embedded storage
     flamewatch upload     push pprof files to a running ingester
     flamewatch debuginfo upload   send ELF files with symbols or DWARF to a symbolizer
@@ -28,7 +29,19 @@ import os
 import sys
 from collections.abc import Sequence
 
-from flamewatch.cli import allinone, collector, event, frontend, gate, ingester, querier, symbolizer, upload, web
+from flamewatch.cli import (
+    allinone,
+    collector,
+    compactor,
+    event,
+    frontend,
+    gate,
+    ingester,
+    querier,
+    symbolizer,
+    upload,
+    web,
+)
 from flamewatch.cli.flags import Parser
 from flamewatch.storage.errors import StorageError
 
@@ -39,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="flamewatch", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-    for command in (ingester, querier, collector, frontend, allinone):
+    for command in (ingester, querier, collector, frontend, compactor, allinone):
         command.add_parser(sub)
     for commands in (upload, symbolizer, event, gate, web):
         commands.add_parsers(sub)

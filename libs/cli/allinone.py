@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 from pathlib import Path
 
 from flamewatch.cli import flags
 from flamewatch.cli.alerts import alert_sender, alerting_config, alerting_flags
+from flamewatch.cli.compactor import start_beside as start_compactor
 from flamewatch.cli.frontend import DEFAULT_UI_DIR
 from flamewatch.cli.ingester import ingester_config
 from flamewatch.cli.limits import limit_flags
@@ -27,7 +29,8 @@ def add_parser(sub) -> None:
                        description="Run the collector, ingester and querier in one process behind the same "
                        "interfaces they use when split: REST API and /ingest on --http-address, gRPC on "
                        "--grpc-address. With no flags: data under ./data (embedded Postgres, filesystem "
-                       "objects), and Flamewatch scrapes its own /debug/pprof endpoints.")
+                       "objects), and Flamewatch scrapes its own /debug/pprof endpoints. Compaction and retention run "
+                       "in a child process (`flamewatch compactor`) at a lower CPU priority.")
     p.add("--config.file", "YAML configuration with scrape_configs (default: scrape this process only)",
           dest="config_file")
     p.address("--http-address", "HTTP listen address (API, /ingest, /debug/pprof, /metrics); loopback only by "
@@ -89,12 +92,13 @@ def run_all(args: argparse.Namespace) -> int:
         text = self_scrape_config(local(own_http), args.heap_profiling, identity())
         config = load or (lambda: parse_config(text, "built-in configuration"))
         store, db = open_storage(stack, storage)
+        start_compactor(stack, args, db.dsn)  # compaction's CPU and memory peaks stay out of this process
         notify = alert_sender(stack, alerting_config(args, own_url), db)
         querier_config = QuerierConfig(cache_bytes=QuerierConfig.embedded_cache_bytes, **flags.query_limits(args))
         # Listed in the order they start; the stack stops them in reverse: the collector first (after it
         # has sent what it queued, `before_stop`), the ingester's last flush last.
         recording = events.assemble(db, notify)
-        services = combine(ingester.assemble(stack, ingester_config(args), store, db), recording,
+        services = combine(ingester.assemble(stack, _without_maintenance(ingester_config(args)), store, db), recording,
                            symbolizer.assemble(stack, store, symbolizer_config(args)),
                            querier.assemble(stack, querier_config, store, db, own_grpc, args.rules_file,
                                             recording.parts["recorder"].record),
@@ -106,3 +110,8 @@ def run_all(args: argparse.Namespace) -> int:
                     "Ctrl-C stops it")
 
     return run(main)
+
+
+def _without_maintenance(config):
+    """The ingester's config with no compaction loop of its own: the compactor process runs it."""
+    return dataclasses.replace(config, maintenance=dataclasses.replace(config.maintenance, interval_s=0))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from flamewatch.config import StorageConfig
@@ -65,6 +66,27 @@ def storage_flags(p: Parser) -> None:
     p.add("--storage.s3.region", "S3 region", dest="s3_region")
     p.add("--storage.s3.insecure", "talk plain HTTP to the S3 endpoint", dest="s3_insecure", action="store_true")
     p.add("--storage.s3.prefix", "put every key under this folder of the bucket", dest="s3_prefix", default="")
+
+
+# The storage flags by the names `storage_flags` gives them in `args`: what a child process (the compactor
+# `flamewatch all` starts) is handed, through its environment so that no secret shows on its command line.
+STORAGE_DESTS = {"--data-dir": "data_dir", "--storage.postgres-dsn": "postgres_dsn", "--storage.s3.bucket": "s3_bucket",
+                 "--storage.s3.endpoint": "s3_endpoint", "--storage.s3.access-key": "s3_access_key",
+                 "--storage.s3.secret-key": "s3_secret_key", "--storage.s3.region": "s3_region",
+                 "--storage.s3.insecure": "s3_insecure", "--storage.s3.prefix": "s3_prefix"}
+
+
+def storage_environment(args: argparse.Namespace, postgres_dsn: str, base: Mapping[str, str]) -> dict[str, str]:
+    """`base` (an environment) with this process's storage in place of any it named: the same flags'
+    values, and `postgres_dsn` (this process's open database, the embedded server's socket included), so
+    that a child process connects to the server this one runs rather than starting or stopping its own."""
+    values = {flag: getattr(args, dest) for flag, dest in STORAGE_DESTS.items()}
+    values["--data-dir"] = str(Path(args.data_dir).resolve())
+    values["--storage.postgres-dsn"] = postgres_dsn
+    names = {env_name(flag) for flag in STORAGE_DESTS}
+    return {**{k: v for k, v in base.items() if k not in names},
+            **{env_name(flag): str(v).lower() if isinstance(v, bool) else str(v)
+               for flag, v in values.items() if v not in (None, "", False)}}
 
 
 def flush_flags(p: Parser) -> None:

@@ -136,10 +136,13 @@ def compact(parts: Sequence[tuple[BlockReader, np.ndarray]], order: np.ndarray |
     label sets and stacks are de-duplicated across all of them and every per-profile column is carried
     over. Row i of the new block is input row `order[i]`, counting the parts' rows one after another
     (None: in the order given)."""
-    gathered = from_blocks([(r, np.asarray(rows, np.int64)) for r, rows in parts])
+    placement = None
+    if order is not None:  # the output profile of each input row, so the entries come out in that order
+        placement = np.empty(len(order), np.int64)
+        placement[np.asarray(order, np.int64)] = np.arange(len(order))
+    gathered = from_blocks([(r, np.asarray(rows, np.int64)) for r, rows in parts], release=True, placement=placement)
     profiles = _profile_table(parts)
     if order is not None:
-        gathered = _reordered(gathered, np.asarray(order, np.int64))
         profiles = profiles.take(pa.array(order))
     return _write_parquet(_sections(gathered, {c: profiles.column(c).combine_chunks() for c in PROFILE_COLUMNS}))
 
@@ -162,16 +165,6 @@ def series_order(parts: Sequence[tuple[BlockReader, np.ndarray]]) -> np.ndarray:
     types = table.column("profile_type").to_numpy(zero_copy_only=False).astype(str)
     keys = (table.column("time_ns").to_numpy(), codes.reshape(-1), service[codes.reshape(-1)], types)
     return np.lexsort(keys)
-
-
-def _reordered(g: Gathered, order: np.ndarray) -> Gathered:
-    """`g` with output profile order[i] moved to position i."""
-    position = np.empty(len(order), np.int64)
-    position[order] = np.arange(len(order))
-    owner = position[g.owner]
-    sort = np.argsort(owner, kind="stable")  # entries of one profile keep their (node, label set) order
-    return Gathered(g.symbols, g.node_parent, g.node_frame, owner[sort], g.node[sort], g.label_set[sort],
-                    g.value[sort], g.n_profiles)
 
 
 def _entry_columns(entries: Sequence[BlockEntry]) -> dict:
@@ -274,6 +267,10 @@ def _arrow(column, arrow_type: pa.DataType) -> pa.Array:
 
 # ------------------------------------------------------------------------------------------ reading
 
+# The columns of each section begin with its prefix (see SCHEMA)
+_SECTION_PREFIXES = {"functions": "function_", "mappings": "mapping_", "locations": "location_", "labels": "label_",
+                     "stacks": "node_", "strings": "string"}
+
 # Rows are read as runs of consecutive rows when the runs average at least this many rows: a run is one
 # slice copy (a Python step), while picking entries costs an index per entry.
 _MIN_ROWS_PER_RUN = 4
@@ -308,7 +305,14 @@ class BlockReader:
         groups = self._sections.get(section, [])
         if not groups:
             return pa.Table.from_arrays([pa.array([], SCHEMA.field(c).type) for c in columns], names=columns)
-        return self._file.read_row_groups(groups, columns=columns)
+        tables = self.__dict__.get("_section_tables")  # while the symbols are decoded (`symbol_part`)
+        if tables is None:
+            return self._file.read_row_groups(groups, columns=columns)
+        if section not in tables:
+            prefix = _SECTION_PREFIXES[section]
+            tables[section] = self._file.read_row_groups(
+                groups, columns=[c for c in self._file.schema_arrow.names if c.startswith(prefix)])
+        return tables[section].select(columns)
 
     def _numpy(self, section: str, column: str) -> np.ndarray:
         return self._read(section, [column]).column(0).to_numpy()
@@ -360,6 +364,10 @@ class BlockReader:
             cache[group] = (offsets - offsets[0], nodes.flatten().to_numpy(), sets,
                             table.column(1).chunk(0).flatten().to_numpy())
         return cache[group]
+
+    def release_entries(self) -> None:
+        """Let go of the profile entries decoded so far (they are decoded again if asked for)."""
+        self.__dict__.pop("_lists", None)
 
     @property
     def footer_bytes(self) -> int:
@@ -476,8 +484,14 @@ class BlockReader:
 
     @cached_property
     def symbol_part(self) -> SymbolPart:
-        """This block's symbols as one part of a merge (see `symbols`)."""
-        fr, fn, mp, lb = self.frames, self.functions, self.mappings, self.label_sets
+        """This block's symbols as one part of a merge (see `symbols`). Each symbol section is read in
+        one call meanwhile, not one per column: compaction reads hundreds of small blocks, and a read's
+        fixed cost was a third of its CPU."""
+        self.__dict__["_section_tables"] = {}
+        try:
+            fr, fn, mp, lb = self.frames, self.functions, self.mappings, self.label_sets
+        finally:
+            self.__dict__.pop("_section_tables", None)
         n_locations = int(fr["location"].max(initial=-1)) + 1
         first = np.searchsorted(fr["location"], np.arange(n_locations))
         has_line = fr["function"] >= 0

@@ -4,10 +4,19 @@ The ingester writes a block per tenant about every second, so a day is tens of t
 objects and a query over it would fetch them all. Compaction rewrites them in two steps:
 
 - hour: the flushed blocks (level 0) whose newest profile lies in an hour that ended `hour_delay`
-  ago are merged, with the hour blocks already written for the hours they touch (late profiles), into
-  one block per hour of profile time (level 1);
-- day: the hour blocks of a day that ended `day_delay` ago, with that day's block if late profiles
-  made new hour blocks after it, become one day block (level 2).
+  ago are merged into one block per hour of profile time (level 1);
+- day: the hour blocks of a day that ended `day_delay` ago become one day block (level 2).
+
+Late profiles (for an hour or a day already compacted) do not rewrite the hour's or the day's block at
+every round: a job leaves the largest block already at its level for that hour or day (the *main*
+block) as it is and writes the late profiles, with the smaller *side* blocks that earlier late profiles
+made, into one side block beside it (`_beside_main`). The day job merges an hour's main and side blocks
+once. A main block is rewritten only when what would go beside it holds `main_rewrite_share` of its
+profiles, so each rewrite grows it by that share at least and the side stays small beside it.
+
+A job takes at most `max_job_profiles` typed profiles: merging holds every entry of its profiles, so
+the compactor's memory follows their number (an hour block of 1.2 MB took 560 MiB to merge). An hour
+with more is compacted into its main block and side blocks; a day with more stays in hour blocks.
 
 Symbols, label sets and stacks are de-duplicated across the merged profiles (`block.compact`), which are
 ordered by profile type, service, series and time (`block.series_order`) so that one service's query
@@ -61,8 +70,15 @@ _LEVEL_NAMES = {LEVEL_HOUR: "hour", LEVEL_DAY: "day"}
 class CompactionConfig:
     hour_delay_ns: int = 5 * 60 * 10**9  # wait this long after an hour ends for late profiles
     day_delay_ns: int = HOUR_NS
-    max_job_bytes: int = 256 * MiB  # of input objects per job: bounds the compactor's memory
+    max_job_bytes: int = 256 * MiB  # of input objects per job: bounds what a job fetches
+    # Typed profiles per job: what bounds the compactor's memory, which follows the profiles' entries far
+    # more than the bytes of their objects (an hour block of 1.2 MB holding 25,920 real Go profiles took
+    # 560 MiB to merge; the flush blocks they came from, 42 MB, 870 MiB). A day of more stays in hour blocks
+    max_job_profiles: int = 50_000
     fetch_concurrency: int = 8
+    # Late profiles join a side block beside an hour's or a day's main block until they hold this share of
+    # its profiles; then the main block is rewritten with them (see the module docstring)
+    main_rewrite_share: float = 0.25
 
 
 @dataclass(frozen=True)
@@ -73,6 +89,7 @@ class StoredBlock:
     min_time: int
     max_time: int
     bytes: int
+    profiles: int = 0
 
 
 @dataclass(frozen=True)
@@ -150,7 +167,7 @@ def _reclaim(db: Database, done: Sequence[Compacted]) -> None:
 
 def live_blocks(db: Database, tenant: str) -> list[StoredBlock]:
     with db.connection() as conn:
-        rows = conn.execute("SELECT id, key, level, min_time, max_time, bytes FROM blocks"
+        rows = conn.execute("SELECT id, key, level, min_time, max_time, bytes, profiles FROM blocks"
                             " WHERE tenant = %s AND state = 'live' ORDER BY min_time, id", (tenant,)).fetchall()
     return [StoredBlock(*row) for row in rows]
 
@@ -164,39 +181,66 @@ def tenants_with_blocks(db: Database) -> list[str]:
 
 
 def hour_job(blocks: Sequence[StoredBlock], now_ns: int, config: CompactionConfig) -> list[StoredBlock]:
-    """The oldest flushed blocks whose hours are over (up to `max_job_bytes`), with the hour blocks of
-    the hours they span."""
+    """The oldest flushed blocks whose hours are over (up to `max_job_bytes` and `max_job_profiles`), with
+    the hour blocks of the hours they span that fit in the job, but for each hour's main block unless it
+    is due a rewrite (`_beside_main`)."""
     over = now_ns - config.hour_delay_ns
     due = [b for b in blocks if b.level == LEVEL_FLUSH and _end_of(b.max_time, HOUR_NS) <= over]
-    chosen = _up_to_bytes(due, config.max_job_bytes)
+    chosen = _up_to(due, config.max_job_bytes, config.max_job_profiles)
     if not chosen:
         return []
-    spans = [(_start_of(b.min_time, HOUR_NS), _start_of(b.max_time, HOUR_NS)) for b in chosen]
-    earlier = [b for b in blocks if b.level == LEVEL_HOUR
-               and any(lo <= _start_of(b.min_time, HOUR_NS) <= hi for lo, hi in spans)]
-    return chosen + earlier
+    job = list(chosen)
+    for hour in sorted({h for b in chosen for h in range(_start_of(b.min_time, HOUR_NS), b.max_time + 1, HOUR_NS)}):
+        new = [b for b in chosen if _start_of(b.min_time, HOUR_NS) <= hour <= b.max_time]
+        there = [b for b in blocks if b.level == LEVEL_HOUR and _start_of(b.min_time, HOUR_NS) == hour]
+        job += _beside_main(there, new, config, config.max_job_profiles - sum(b.profiles for b in job))
+    return job
 
 
 def day_job(blocks: Sequence[StoredBlock], now_ns: int, config: CompactionConfig) -> list[StoredBlock]:
-    """The hour blocks of the oldest day that is over and has some, with that day's block if any."""
+    """The hour blocks of the oldest day that is over, has some and fits in one job (`max_job_profiles`,
+    4 x `max_job_bytes`), with that day's block if due a rewrite (`_beside_main`). A day too big for one
+    job stays in hour blocks: a query over it reads 24 blocks instead of one."""
     over = now_ns - config.day_delay_ns
-    due = [b for b in blocks if b.level == LEVEL_HOUR and _end_of(b.min_time, DAY_NS) <= over]
-    if not due:
-        return []
-    day = _start_of(due[0].min_time, DAY_NS)
-    inputs = [b for b in blocks if b.level in (LEVEL_HOUR, LEVEL_DAY) and _start_of(b.min_time, DAY_NS) == day]
-    if sum(b.bytes for b in inputs) > 4 * config.max_job_bytes:
-        log.warning("compaction: the day %s of %d hour blocks (%d MiB) is too big for one day block; it stays "
-                    "in hour blocks", time.strftime("%Y-%m-%d", time.gmtime(day // 10**9)), len(inputs),
-                    sum(b.bytes for b in inputs) // MiB)
-        return []
-    return inputs
+    due = sorted({_start_of(b.min_time, DAY_NS) for b in blocks if b.level == LEVEL_HOUR
+                  and _end_of(b.min_time, DAY_NS) <= over})
+    for day in due:
+        hours = [b for b in blocks if b.level == LEVEL_HOUR and _start_of(b.min_time, DAY_NS) == day]
+        days = [b for b in blocks if b.level == LEVEL_DAY and _start_of(b.min_time, DAY_NS) == day]
+        inputs = hours + _beside_main(days, hours, config, config.max_job_profiles - sum(b.profiles for b in hours))
+        if sum(b.profiles for b in inputs) <= config.max_job_profiles and \
+                sum(b.bytes for b in inputs) <= 4 * config.max_job_bytes:
+            return inputs
+        log.debug("compaction: the day %s (%d blocks, %d profiles) is too big for one job; it stays in hour blocks",
+                  time.strftime("%Y-%m-%d", time.gmtime(day // 10**9)), len(inputs), sum(b.profiles for b in inputs))
+    return []
 
 
-def _up_to_bytes(blocks: Sequence[StoredBlock], limit: int) -> list[StoredBlock]:
-    """The first blocks that fit in `limit` bytes (at least one)."""
-    sizes = np.cumsum([b.bytes for b in blocks])
-    return list(blocks[: max(1, int(np.searchsorted(sizes, limit, side="right")))]) if blocks else []
+def _beside_main(there: Sequence[StoredBlock], new: Sequence[StoredBlock], config: CompactionConfig,
+                 room: int) -> list[StoredBlock]:
+    """Of the blocks already written at a job's level for one hour or day (`there`), those the job merges
+    with its `new` inputs, within `room` more profiles: all but the largest (the main block), unless the
+    rest holds at least `main_rewrite_share` of the main block's profiles. Late profiles then make a
+    small side block and leave the main block as it is. A block that does not fit stays beside."""
+    if not there:
+        return []
+    main = max(there, key=lambda b: (b.profiles, b.bytes, b.id))
+    side = _up_to(sorted((b for b in there if b is not main), key=lambda b: b.profiles), None, room, at_least=0)
+    late = sum(b.profiles for b in (*new, *side))
+    fits = late - sum(b.profiles for b in new) + main.profiles <= room
+    return [*side, main] if fits and late >= config.main_rewrite_share * main.profiles else side
+
+
+def _up_to(blocks: Sequence[StoredBlock], max_bytes: int | None, max_profiles: int,
+           at_least: int = 1) -> list[StoredBlock]:
+    """The first blocks that fit in `max_bytes` (None: any) and `max_profiles` together (at least
+    `at_least` of them, so that one block bigger than a job is still compacted)."""
+    if not blocks:
+        return []
+    fit = np.searchsorted(np.cumsum([b.profiles for b in blocks]), max_profiles, side="right")
+    if max_bytes is not None:
+        fit = min(fit, np.searchsorted(np.cumsum([b.bytes for b in blocks]), max_bytes, side="right"))
+    return list(blocks[: max(at_least, int(fit))])
 
 
 def _start_of(t: int, period: int) -> int:

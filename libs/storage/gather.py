@@ -15,7 +15,7 @@ from typing import Protocol
 import numpy as np
 
 from flamewatch.pprof.model import Profile
-from flamewatch.storage.frames import build_stack_tree, merge_forests, unique_rows
+from flamewatch.storage.frames import build_stack_tree, merge_forests, row_codes
 from flamewatch.storage.symbols import SymbolPart, Symbols, merge_symbols, profile_part, sample_frames
 
 
@@ -44,6 +44,7 @@ class StoredProfiles(Protocol):
     def node_depth(self) -> np.ndarray: ...
     def sample_entries(self, rows: np.ndarray, weights: np.ndarray | None = None
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]: ...
+    def release_entries(self) -> None: ...
 
 
 def from_profiles(sources: Sequence[Profile], owners: Sequence[Sequence[int]],
@@ -67,10 +68,14 @@ def from_profiles(sources: Sequence[Profile], owners: Sequence[Sequence[int]],
 
 def from_blocks(parts: Sequence[tuple[StoredProfiles, np.ndarray]],
                 weights: Sequence[np.ndarray | None] | None = None, one_profile: bool = False,
-                set_masks: Sequence[np.ndarray | None] | None = None) -> Gathered:
+                set_masks: Sequence[np.ndarray | None] | None = None, release: bool = False,
+                placement: np.ndarray | None = None) -> Gathered:
     """The given rows of the given blocks, as consecutive output profiles in the order given (or, with
-    `one_profile`, all summed into profile 0); `weights[i]` scales the values of part i's rows, and
-    `set_masks[i]`, when given, keeps only the values of part i under label sets it marks True."""
+    `one_profile`, all summed into profile 0; with `placement`, input row j, counting the parts' rows one
+    after another, becomes output profile `placement[j]`); `weights[i]` scales the values of part i's rows, and
+    `set_masks[i]`, when given, keeps only the values of part i under label sets it marks True. With
+    `release`, each block lets go of the entries it decoded once they are taken (compaction reads each
+    block once, and holding them all doubled its peak memory)."""
     readers = [r for r, _ in parts]
     symbols = merge_symbols([r.symbol_part for r in readers])
     picked, used = [], []
@@ -78,7 +83,11 @@ def from_blocks(parts: Sequence[tuple[StoredProfiles, np.ndarray]],
     for i, (reader, rows) in enumerate(parts):
         rows = np.asarray(rows, np.int64)
         owner, nodes, sets, values = reader.sample_entries(rows, None if weights is None else weights[i])
+        if release:
+            reader.release_entries()
         owner = np.zeros(len(nodes), np.int64) if one_profile else start + owner
+        if placement is not None:
+            owner = placement[owner]
         if set_masks is not None and set_masks[i] is not None:
             keep = set_masks[i][sets]
             owner, nodes, sets, values = owner[keep], nodes[keep], sets[keep], values[keep]
@@ -91,20 +100,25 @@ def from_blocks(parts: Sequence[tuple[StoredProfiles, np.ndarray]],
               for r, m in zip(readers, symbols.frame_maps)]
     tree, node_maps = merge_forests([r.node_parent for r in readers], frames, [r.node_depth for r in readers], used)
     entries = [(o, m[n], s, v) for (o, n, s, v), m in zip(picked, node_maps)]
+    del picked  # `_aggregate` frees the entries as it concatenates them
     return _aggregate(symbols, tree.parent, tree.frame, entries, 1 if one_profile else start)
 
 
 def _aggregate(symbols: Symbols, parent: np.ndarray, frame: np.ndarray, parts: list, n_profiles: int) -> Gathered:
-    """One row per distinct (owner, node, label set) with its summed value; zero values are dropped."""
+    """One row per distinct (owner, node, label set) with its summed value; zero values are dropped.
+    `parts` is emptied: its arrays are let go of once concatenated."""
     cols = [np.concatenate([np.asarray(p[c]) for p in parts]) if parts else np.zeros(0, np.int64) for c in range(4)]
+    parts.clear()
     owner, node, label_set, value = cols
+    del cols
     dtype = np.result_type(np.int64, value.dtype)
-    keep = value != 0
-    keys = np.stack([owner[keep], node[keep], label_set[keep]], axis=1).astype(np.int64)
-    unique, inverse = unique_rows(keys)
-    sums = np.zeros(len(unique), dtype)
-    np.add.at(sums, inverse, value[keep].astype(dtype))
-    order = np.lexsort(unique.T[::-1]) if len(unique) else np.zeros(0, np.int64)
-    unique, sums = unique[order], sums[order]
-    return Gathered(symbols, parent.astype(np.int64), frame.astype(np.int64), unique[:, 0], unique[:, 1],
-                    unique[:, 2], sums, n_profiles)
+    if not (keep := value != 0).all():  # no copies when, as usual, no value is zero
+        owner, node, label_set, value = owner[keep], node[keep], label_set[keep], value[keep]
+    del keep
+    # codes in lexicographic order of (owner, node, label set): one 1-D sort of packed keys, and the
+    # distinct rows come out ordered by profile as they must
+    inverse, first = row_codes([owner, node, label_set])
+    sums = np.zeros(len(first), dtype)
+    np.add.at(sums, inverse, value.astype(dtype, copy=False))
+    return Gathered(symbols, parent.astype(np.int64), frame.astype(np.int64), owner[first].astype(np.int64),
+                    node[first].astype(np.int64), label_set[first].astype(np.int64), sums, n_profiles)

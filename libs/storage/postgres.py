@@ -147,6 +147,12 @@ class Database:
         finally:
             self._pool.putconn(conn)
 
+    @property
+    def dsn(self) -> str:
+        """What another process connects with to reach the same database (the embedded server's socket
+        included). It may hold a password: hand it over in an environment variable, never log it."""
+        return self._dsn
+
     def check_available(self) -> None:
         """Raise `StorageUnavailable` at once if the server is known to be down (no round trip)."""
         self._reachability.check()

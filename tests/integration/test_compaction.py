@@ -110,6 +110,39 @@ def test_late_profiles_join_the_hour_and_day_blocks_already_written(db, store, g
     assert answers(db, store)[CPU, "{}", 0, "profiles"] == 3
 
 
+def test_late_profiles_go_to_a_side_block_beside_the_hour_and_day_blocks(db, store, go_profiles) -> None:
+    fill(db, store, go_profiles, [BASE + i * 5 * MIN for i in range(12)])
+    compact_tenant(db, store, TENANT, BASE + HOUR + 6 * MIN)
+    main = compaction.live_blocks(db, TENANT)
+    assert [b.level for b in main] == [1]
+    for late in (7 * MIN, 8 * MIN):  # one round each: the hour block stays, one side block takes them
+        fill(db, store, go_profiles, [BASE + late])
+        before = answers(db, store)
+        done = compact_tenant(db, store, TENANT, BASE + 2 * HOUR)
+        assert [(j.level, j.inputs) for j in done] == [(1, 2 if late == 7 * MIN else 3)]
+        assert main[0] in compaction.live_blocks(db, TENANT) and live_levels(db) == [1, 1]
+        assert answers(db, store) == before
+    # The day block merges the main and the side block once; a late profile then goes beside the day block.
+    assert [(j.level, j.inputs) for j in compact_tenant(db, store, TENANT, BASE + 3 * DAY)] == [(2, 2)]
+    day_block = compaction.live_blocks(db, TENANT)
+    fill(db, store, go_profiles, [BASE + 9 * MIN])
+    before = answers(db, store)
+    assert [(j.level, j.inputs) for j in compact_tenant(db, store, TENANT, BASE + 3 * DAY)] == [(1, 2), (2, 1)]
+    assert day_block[0] in compaction.live_blocks(db, TENANT) and live_levels(db) == [2, 2]
+    assert answers(db, store) == before
+    assert answers(db, store)[CPU, "{}", 0, "profiles"] == 15
+
+
+def test_late_profiles_that_outgrow_the_side_share_rewrite_the_main_block(db, store, go_profiles) -> None:
+    fill(db, store, go_profiles, [BASE + i * 5 * MIN for i in range(4)])
+    compact_tenant(db, store, TENANT, BASE + HOUR + 6 * MIN)
+    fill(db, store, go_profiles, [BASE + 7 * MIN])  # a quarter of the hour's profiles: merged into its block
+    before = answers(db, store)
+    assert [(j.level, j.inputs) for j in compact_tenant(db, store, TENANT, BASE + 2 * HOUR)] == [(1, 3)]
+    assert live_levels(db) == [1]
+    assert answers(db, store) == before
+
+
 class Died(BaseException):
     pass
 

@@ -13,7 +13,8 @@ from flamewatch.rpc.channels import ClientIdentity
 from flamewatch.selfprofile.scrape_config import self_scrape_config
 
 ROOT = Path(__file__).resolve().parents[2]
-COMMANDS = {"ingester": [], "querier": [], "collector": ["--config.file", "x.yaml"], "frontend": [], "all": []}
+COMMANDS = {"ingester": [], "querier": [], "collector": ["--config.file", "x.yaml"], "frontend": [], "compactor": [],
+            "all": []}
 
 
 @pytest.mark.parametrize("command", COMMANDS)

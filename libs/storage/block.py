@@ -1,7 +1,7 @@
 """The block: one Parquet object holding many profiles of one tenant over a short window.
 
-A block has seven sections, each in its own row group(s) of one wide table, told apart by the
-`section` column (other sections' columns are null there and cost next to nothing):
+A block has seven sections in one wide table, told apart by the `section` column (other sections'
+columns are null there and cost next to nothing):
 
     strings    string                                   every symbol string, de-duplicated
     functions  function_{name,system_name,filename}     string indices; function_start_line
@@ -20,12 +20,16 @@ A block has seven sections, each in its own row group(s) of one wide table, told
 Version 1 blocks (no mapping_flags, location_id, location_column, labels, content_hash or labelsets:
 every frame its own location, no sample labels) are still read.
 
-The profiles section is split into row groups of about `PROFILE_GROUP_ENTRIES` entries, so a query
+Since version 3 the six symbol sections share one row group, each a run of its rows: every row group
+costs a column chunk per column, each compressed on its own, and in a flush block of a few profiles the
+chunks of seven groups (mostly null) were most of the writing time and half the file. The profiles
+section is split into row groups of about `PROFILE_GROUP_ENTRIES` entries, so a query
 reads and decodes only the groups that hold its rows; compacted blocks order their profiles by profile
 type, service and series (see `series_order`), so one service's rows sit in a few groups.
 
 Anyone can open a block with a Parquet reader, e.g. `SELECT * FROM 'x.parquet' WHERE section='profiles'`.
-The file metadata key `flamewatch.block` maps each section to its row groups and holds the version.
+The file metadata key `flamewatch.block` holds the version, maps each section to its row groups and
+(version 3) each symbol section to its rows [start, stop) within its group.
 """
 
 from __future__ import annotations
@@ -46,11 +50,13 @@ from flamewatch.storage.frames import forest_depths
 from flamewatch.storage.gather import Gathered, from_blocks, from_profiles
 from flamewatch.storage.symbols import SymbolPart
 
-FORMAT_VERSION = 2
-READABLE_VERSIONS = (1, 2)
-# What the parsed parquet footer of an open block holds per column chunk (row group x column), in C++ memory
-# that no Python figure shows: 261 KB for a flush block of 7 row groups x 36 columns, 7 times its file.
-FOOTER_BYTES_PER_CHUNK = 1100
+FORMAT_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
+# What the parsed parquet footer of an open block holds in C++ memory that no Python figure shows: per column
+# (its schema) and per column chunk (row group x column). Measured from 2 to 14 row groups of 36 columns:
+# about 48 KB + 750 B a chunk, so a flush block of 2 groups holds ~105 KB, 11 times its file.
+FOOTER_BYTES_PER_COLUMN = 1400
+FOOTER_BYTES_PER_CHUNK = 800
 _META_KEY = b"flamewatch.block"
 
 SCHEMA = pa.schema([
@@ -97,6 +103,7 @@ SCHEMA = pa.schema([
 PROFILE_GROUP_ENTRIES = 1 << 17
 
 _DICTIONARY_COLUMNS = ("section", "series_labels", "profile_type")
+_SYMBOL_SECTIONS = ("strings", "functions", "mappings", "locations", "labels", "stacks")
 
 PROFILE_COLUMNS = ("series_fingerprint", "series_labels", "profile_type", "time_ns", "duration_ns", "period",
                    "total", "content_hash")
@@ -216,16 +223,16 @@ def _entry_lists(g: Gathered) -> dict:
 
 
 def _write_parquet(sections: dict[str, dict]) -> bytes:
-    layout, tables = {}, []
-    for name, columns in sections.items():
-        n = len(next(iter(columns.values())))
-        if n == 0:
-            continue
-        table = _section_table(name, columns, n)
-        pieces = _profile_groups(table) if name == "profiles" else [table]
-        layout[name] = list(range(len(tables), len(tables) + len(pieces)))
+    symbols = {name: sections[name] for name in _SYMBOL_SECTIONS if _length(sections[name])}
+    layout: dict[str, list[int]] = {name: [0] for name in symbols}
+    bounds = np.cumsum([0] + [_length(columns) for columns in symbols.values()]).tolist()
+    rows = {name: [start, stop] for name, start, stop in zip(symbols, bounds[:-1], bounds[1:])}
+    tables = [pa.concat_tables([_section_table(name, c, _length(c)) for name, c in symbols.items()])] if symbols else []
+    if _length(sections["profiles"]):
+        pieces = _profile_groups(_section_table("profiles", sections["profiles"], _length(sections["profiles"])))
+        layout["profiles"] = list(range(len(tables), len(tables) + len(pieces)))
         tables.extend(pieces)
-    meta = {_META_KEY: json.dumps({"version": FORMAT_VERSION, "sections": layout}).encode()}
+    meta = {_META_KEY: json.dumps({"version": FORMAT_VERSION, "sections": layout, "rows": rows}).encode()}
     sink = io.BytesIO()
     # No column statistics and no copy of the Arrow schema: in a block of a few profiles the footer,
     # one entry per column per section, is most of the object. The Parquet types read back as SCHEMA's.
@@ -237,6 +244,10 @@ def _write_parquet(sections: dict[str, dict]) -> bytes:
             writer.write_table(table, row_group_size=max(table.num_rows, 1))
         writer.add_key_value_metadata(meta)
     return sink.getvalue()
+
+
+def _length(columns: dict) -> int:
+    return len(next(iter(columns.values())))
 
 
 def _profile_groups(table: pa.Table) -> list[pa.Table]:
@@ -303,12 +314,23 @@ class BlockReader:
                              f"{', '.join(map(str, READABLE_VERSIONS))}")
         self.version: int = meta["version"]
         self._sections: dict[str, list[int]] = meta["sections"]
+        self._rows: dict[str, list[int]] = meta.get("rows", {})  # version 3: a symbol section's run in its group
 
     def _read(self, section: str, columns: list[str]) -> pa.Table:
         groups = self._sections.get(section, [])
         if not groups:
             return pa.Table.from_arrays([pa.array([], SCHEMA.field(c).type) for c in columns], names=columns)
-        return self._file.read_row_groups(groups, columns=columns)
+        table = self._file.read_row_groups(groups, columns=columns)
+        if section in self._rows:
+            start, stop = self._rows[section]
+            return table.slice(start, stop - start)
+        return table
+
+    def _section_length(self, section: str) -> int:
+        if section in self._rows:
+            start, stop = self._rows[section]
+            return stop - start
+        return sum(self._file.metadata.row_group(g).num_rows for g in self._sections.get(section, []))
 
     def _numpy(self, section: str, column: str) -> np.ndarray:
         return self._read(section, [column]).column(0).to_numpy()
@@ -365,7 +387,7 @@ class BlockReader:
     def footer_bytes(self) -> int:
         """Memory the parsed footer (parquet metadata) takes while this reader is open."""
         meta = self._file.metadata
-        return meta.num_row_groups * meta.num_columns * FOOTER_BYTES_PER_CHUNK
+        return meta.num_columns * (FOOTER_BYTES_PER_COLUMN + meta.num_row_groups * FOOTER_BYTES_PER_CHUNK)
 
     @property
     def decoded_bytes(self) -> int:
@@ -413,8 +435,7 @@ class BlockReader:
     def frames(self) -> dict[str, np.ndarray]:
         """Per frame (row of the locations section): function row (-1: none), line, column, address
         (uint64), mapping row (-1: none) and location id; a location's frames are consecutive."""
-        n = self._file.metadata.row_group(self._sections["locations"][0]).num_rows \
-            if self._sections.get("locations") else 0
+        n = self._section_length("locations")
         return {
             "function": self._ints("locations", "location_function"),
             "line": self._ints("locations", "location_line"),
@@ -433,8 +454,7 @@ class BlockReader:
     def mappings(self) -> dict[str, np.ndarray]:
         """Per mapping: filename, build_id (string indices), memory_start, memory_limit, file_offset
         (uint64) and flags (bits: has_functions, has_filenames, has_line_numbers, has_inline_frames)."""
-        n = self._file.metadata.row_group(self._sections["mappings"][0]).num_rows \
-            if self._sections.get("mappings") else 0
+        n = self._section_length("mappings")
         out = {c: self._ints("mappings", f"mapping_{c}") for c in ("filename", "build_id")}
         for c in ("memory_start", "memory_limit", "file_offset"):
             out[c] = self._numpy("mappings", f"mapping_{c}").astype(np.uint64)

@@ -161,9 +161,15 @@ def _bases(sizes: list[int]) -> np.ndarray:
 
 
 def _rows_of_each(ids: np.ndarray, id_source: np.ndarray, table_ids: np.ndarray, table_source: np.ndarray) -> np.ndarray:
-    """Row of each (pprof, id) in concatenated tables whose ids are unique within each pprof."""
+    """Row of each (pprof, id) in concatenated tables whose ids are unique within each pprof (and each id
+    looked up is in its pprof's table: `validate` saw to that). Ids numbered 1..n in table order, as Go
+    writes them, are their row; others are searched for."""
     if len(ids) == 0:
         return np.zeros(0, np.int64)
+    first = _bases(np.bincount(table_source, minlength=int(id_source.max()) + 1).tolist())
+    position = np.arange(len(table_ids)) - first[table_source]
+    if np.array_equal(table_ids, (position + 1).astype(np.uint64)):
+        return first[id_source] + ids.astype(np.int64) - 1
     distinct = np.unique(table_ids)
     width = len(distinct)
     return rows_of(id_source * width + np.searchsorted(distinct, ids),

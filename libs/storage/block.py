@@ -20,16 +20,16 @@ columns are null there and cost next to nothing):
 Version 1 blocks (no mapping_flags, location_id, location_column, labels, content_hash or labelsets:
 every frame its own location, no sample labels) are still read.
 
-Since version 3 the six symbol sections share one row group, each a run of its rows: every row group
-costs a column chunk per column, each compressed on its own, and in a flush block of a few profiles the
-chunks of seven groups (mostly null) were most of the writing time and half the file. The profiles
-section is split into row groups of about `PROFILE_GROUP_ENTRIES` entries, so a query
+Since version 3 the six symbol sections share one row group, each a run of its rows, and so do the
+profiles when they fit in one group: every row group costs a column chunk per column, each compressed
+on its own, and in a flush block of a few profiles the chunks of seven groups (mostly null) were most
+of the writing time and a third of the file. A larger profiles section is split into row groups of about `PROFILE_GROUP_ENTRIES` entries, so a query
 reads and decodes only the groups that hold its rows; compacted blocks order their profiles by profile
 type, service and series (see `series_order`), so one service's rows sit in a few groups.
 
 Anyone can open a block with a Parquet reader, e.g. `SELECT * FROM 'x.parquet' WHERE section='profiles'`.
 The file metadata key `flamewatch.block` holds the version, maps each section to its row groups and
-(version 3) each symbol section to its rows [start, stop) within its group.
+(version 3) each section that shares group 0 to its rows [start, stop) in it.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ FORMAT_VERSION = 3
 READABLE_VERSIONS = (1, 2, 3)
 # What the parsed parquet footer of an open block holds in C++ memory that no Python figure shows: per column
 # (its schema) and per column chunk (row group x column). Measured from 2 to 14 row groups of 36 columns:
-# about 48 KB + 750 B a chunk, so a flush block of 2 groups holds ~105 KB, 11 times its file.
+# about 48 KB + 750 B a chunk, so a flush block of one group holds ~75 KB, a dozen times its file.
 FOOTER_BYTES_PER_COLUMN = 1400
 FOOTER_BYTES_PER_CHUNK = 800
 _META_KEY = b"flamewatch.block"
@@ -103,7 +103,6 @@ SCHEMA = pa.schema([
 PROFILE_GROUP_ENTRIES = 1 << 17
 
 _DICTIONARY_COLUMNS = ("section", "series_labels", "profile_type")
-_SYMBOL_SECTIONS = ("strings", "functions", "mappings", "locations", "labels", "stacks")
 
 PROFILE_COLUMNS = ("series_fingerprint", "series_labels", "profile_type", "time_ns", "duration_ns", "period",
                    "total", "content_hash")
@@ -223,15 +222,17 @@ def _entry_lists(g: Gathered) -> dict:
 
 
 def _write_parquet(sections: dict[str, dict]) -> bytes:
-    symbols = {name: sections[name] for name in _SYMBOL_SECTIONS if _length(sections[name])}
-    layout: dict[str, list[int]] = {name: [0] for name in symbols}
-    bounds = np.cumsum([0] + [_length(columns) for columns in symbols.values()]).tolist()
-    rows = {name: [start, stop] for name, start, stop in zip(symbols, bounds[:-1], bounds[1:])}
-    tables = [pa.concat_tables([_section_table(name, c, _length(c)) for name, c in symbols.items()])] if symbols else []
-    if _length(sections["profiles"]):
-        pieces = _profile_groups(_section_table("profiles", sections["profiles"], _length(sections["profiles"])))
-        layout["profiles"] = list(range(len(tables), len(tables) + len(pieces)))
-        tables.extend(pieces)
+    tables = {name: _section_table(name, c, _length(c)) for name, c in sections.items() if _length(c)}
+    profiles = _profile_groups(tables.pop("profiles")) if "profiles" in tables else []
+    if len(profiles) == 1:  # profiles that fit in one group share it with the symbols
+        tables["profiles"] = profiles.pop()
+    bounds = np.cumsum([0] + [t.num_rows for t in tables.values()]).tolist()
+    rows = {name: [start, stop] for name, start, stop in zip(tables, bounds[:-1], bounds[1:])}
+    layout: dict[str, list[int]] = {name: [0] for name in tables}
+    groups = [pa.concat_tables(list(tables.values()))] if tables else []
+    if profiles:
+        layout["profiles"] = list(range(len(groups), len(groups) + len(profiles)))
+        groups.extend(profiles)
     meta = {_META_KEY: json.dumps({"version": FORMAT_VERSION, "sections": layout, "rows": rows}).encode()}
     sink = io.BytesIO()
     # No column statistics and no copy of the Arrow schema: in a block of a few profiles the footer,
@@ -240,7 +241,7 @@ def _write_parquet(sections: dict[str, dict]) -> bytes:
     # entry lists) they cost time and make blocks about a quarter larger than zstd alone.
     with pq.ParquetWriter(sink, SCHEMA, compression="zstd", write_statistics=False, store_schema=False,
                           use_dictionary=list(_DICTIONARY_COLUMNS)) as writer:
-        for table in tables:
+        for table in groups:
             writer.write_table(table, row_group_size=max(table.num_rows, 1))
         writer.add_key_value_metadata(meta)
     return sink.getvalue()
@@ -320,11 +321,14 @@ class BlockReader:
         groups = self._sections.get(section, [])
         if not groups:
             return pa.Table.from_arrays([pa.array([], SCHEMA.field(c).type) for c in columns], names=columns)
-        table = self._file.read_row_groups(groups, columns=columns)
-        if section in self._rows:
-            start, stop = self._rows[section]
-            return table.slice(start, stop - start)
-        return table
+        return self._own_rows(section, self._file.read_row_groups(groups, columns=columns))
+
+    def _own_rows(self, section: str, table: pa.Table) -> pa.Table:
+        """The section's rows of a table read from its group(s), which it may share (version 3)."""
+        if section not in self._rows:
+            return table
+        start, stop = self._rows[section]
+        return table.slice(start, stop - start)
 
     def _section_length(self, section: str) -> int:
         if section in self._rows:
@@ -365,7 +369,8 @@ class BlockReader:
     @cached_property
     def _group_starts(self) -> np.ndarray:
         """The first profile row of each row group of the profiles section, and the row count last."""
-        counts = [self._file.metadata.row_group(g).num_rows for g in self._sections.get("profiles", [])]
+        counts = [self._section_length("profiles")] if "profiles" in self._rows else \
+            [self._file.metadata.row_group(g).num_rows for g in self._sections.get("profiles", [])]
         return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
 
     def _group_lists(self, group: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -374,7 +379,8 @@ class BlockReader:
         cache = self.__dict__.setdefault("_lists", {})
         if group not in cache:
             names = ["nodes", "values"] if self.version == 1 else ["nodes", "values", "labelsets"]
-            table = self._file.read_row_group(self._sections["profiles"][group], columns=names).combine_chunks()
+            table = self._own_rows("profiles", self._file.read_row_group(self._sections["profiles"][group],
+                                                                         columns=names)).combine_chunks()
             nodes = table.column(0).chunk(0)
             offsets = nodes.offsets.to_numpy().astype(np.int64)
             sets = (table.column(2).chunk(0).flatten().to_numpy() if self.version >= 2

@@ -347,10 +347,10 @@ def test_v2_block_still_reads_with_the_answers_of_a_block_written_now():
     assert {k: v.tolist() for k, v in v2.mappings.items()} == {k: v.tolist() for k, v in now.mappings.items()}
 
 
-def test_the_symbol_sections_share_one_row_group_and_profiles_have_their_own():
+def test_a_small_block_is_one_row_group_shared_by_its_sections():
     data = write_block(_v2_golden_entries())
-    assert pq.ParquetFile(pa.BufferReader(data)).metadata.num_row_groups == 2
+    assert pq.ParquetFile(pa.BufferReader(data)).metadata.num_row_groups == 1
     reader = BlockReader(data)
     assert {name: groups for name, groups in reader._sections.items()} == {
         "strings": [0], "functions": [0], "mappings": [0], "locations": [0], "labels": [0], "stacks": [0],
-        "profiles": [1]}
+        "profiles": [0]}

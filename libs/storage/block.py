@@ -23,9 +23,10 @@ every frame its own location, no sample labels) are still read.
 Since version 3 the six symbol sections share one row group, each a run of its rows, and so do the
 profiles when they fit in one group: every row group costs a column chunk per column, each compressed
 on its own, and in a flush block of a few profiles the chunks of seven groups (mostly null) were most
-of the writing time and a third of the file. A larger profiles section is split into row groups of about `PROFILE_GROUP_ENTRIES` entries, so a query
-reads and decodes only the groups that hold its rows; compacted blocks order their profiles by profile
-type, service and series (see `series_order`), so one service's rows sit in a few groups.
+of the writing time and a third of the file. A larger profiles section is split into row groups of
+about `PROFILE_GROUP_ENTRIES` entries, so a query reads and decodes only the groups that hold its rows;
+compacted blocks order their profiles by profile type, service and series (see `series_order`), so
+one service's rows sit in a few groups.
 
 Anyone can open a block with a Parquet reader, e.g. `SELECT * FROM 'x.parquet' WHERE section='profiles'`.
 The file metadata key `flamewatch.block` holds the version, maps each section to its row groups and
@@ -315,7 +316,7 @@ class BlockReader:
                              f"{', '.join(map(str, READABLE_VERSIONS))}")
         self.version: int = meta["version"]
         self._sections: dict[str, list[int]] = meta["sections"]
-        self._rows: dict[str, list[int]] = meta.get("rows", {})  # version 3: a symbol section's run in its group
+        self._rows: dict[str, list[int]] = meta.get("rows", {})  # version 3: a shared group's runs
 
     def _read(self, section: str, columns: list[str]) -> pa.Table:
         groups = self._sections.get(section, [])

@@ -24,6 +24,7 @@ from flamewatch.storage.frames import rows_of, unique_ragged, unique_rows
 MAPPING_FLAG_BITS = ("has_functions", "has_filenames", "has_line_numbers", "has_inline_frames")
 FUNCTION_STRINGS = (0, 1, 2)  # columns of a function row that are string indices
 MAPPING_STRINGS = (0, 1)
+_MAPPING_RANGE = ("memory_start", "memory_limit", "file_offset")  # uint64 columns, stored as int64 bits
 
 
 @dataclass(frozen=True, eq=False)
@@ -94,8 +95,7 @@ def profiles_part(ps: Sequence[Profile]) -> SymbolPart:
         functions=np.stack([fn.cat("name") + fn_strings, fn.cat("system_name") + fn_strings,
                             fn.cat("filename") + fn_strings, fn.cat("start_line")], axis=1),
         mappings=np.stack([mp.cat("filename") + mp_strings, mp.cat("build_id") + mp_strings,
-                           mp.cat("memory_start", np.uint64).view(np.int64), mp.cat("memory_limit", np.uint64).view(np.int64),
-                           mp.cat("file_offset", np.uint64).view(np.int64), flags], axis=1),
+                           *(mp.cat(c, np.uint64).view(np.int64) for c in _MAPPING_RANGE), flags], axis=1),
         loc_address=loc.cat("address", np.uint64).view(np.int64),
         loc_mapping=loc_mapping,
         line_offsets=np.concatenate([[0], np.cumsum(nlines)]).astype(np.int64),
@@ -132,7 +132,7 @@ def samples_frames(ps: Sequence[Profile]) -> tuple[np.ndarray, np.ndarray]:
 
 
 class _Concat:
-    """One column of several pprofs' tables (locations, say) concatenated, and the pprof of each row."""
+    """Several pprofs' tables of one kind (locations, say) as one: columns concatenated, and the pprof of each row."""
 
     def __init__(self, tables: list):
         self.tables = tables
@@ -160,7 +160,8 @@ def _bases(sizes: list[int]) -> np.ndarray:
     return (np.cumsum(sizes) - sizes).astype(np.int64) if sizes else np.zeros(0, np.int64)
 
 
-def _rows_of_each(ids: np.ndarray, id_source: np.ndarray, table_ids: np.ndarray, table_source: np.ndarray) -> np.ndarray:
+def _rows_of_each(ids: np.ndarray, id_source: np.ndarray, table_ids: np.ndarray,
+                  table_source: np.ndarray) -> np.ndarray:
     """Row of each (pprof, id) in concatenated tables whose ids are unique within each pprof (and each id
     looked up is in its pprof's table: `validate` saw to that). Ids numbered 1..n in table order, as Go
     writes them, are their row; others are searched for."""

@@ -1,5 +1,6 @@
-"""CPU per small profile on the ingest path (issue 21): `prepare` alone, and a real `flamewatch ingester`
-under 16 pushing clients. Prints medians of `--runs` runs with the load average; asserts nothing.
+"""CPU per small profile on the ingest path (issue 21): `prepare` alone, `write_block` of a flush alone,
+and a real `flamewatch ingester` under 16 pushing clients. Prints medians of `--runs` runs with the load
+average; asserts nothing.
 
     nice .venv/bin/python bench/ingest_cpu.py                 # both
     nice .venv/bin/python bench/ingest_cpu.py --prepare-only  # seconds, no Postgres or MinIO
@@ -29,6 +30,7 @@ from corpus import Fleet  # noqa: E402
 
 from flamewatch.ingester.config import IngestLimits  # noqa: E402
 from flamewatch.ingester.prepare import prepare  # noqa: E402
+from flamewatch.storage.block import write_block  # noqa: E402
 
 HOUR_NS = 3600 * 10**9
 
@@ -41,6 +43,7 @@ def main() -> None:
     print(f"{len(sizes)} Go CPU profiles, {sizes.min() / 1024:.1f}-{sizes.max() / 1024:.1f} KiB gzipped "
           f"(mean {sizes.mean() / 1024:.1f})", flush=True)
     prepare_runs(pool, args)
+    write_runs(pool, args)
     if not args.prepare_only:
         server_runs(pool, args)
     print(f"load average at the end {_load()}", flush=True)
@@ -52,9 +55,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--prepare-profiles", type=int, default=2000, help="prepare calls per run")
     parser.add_argument("--server-profiles", type=int, default=500, help="pushes per server run")
+    parser.add_argument("--flush-pprofs", type=int, default=16, help="pprofs per flush block written alone")
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--flush-interval", type=float, default=1.0)
-    parser.add_argument("--prepare-only", action="store_true")
+    parser.add_argument("--prepare-only", action="store_true", help="no servers: prepare and write_block alone")
     parser.add_argument("--profile", metavar="FILE", help="write a cProfile of one prepare run to FILE")
     return parser.parse_args()
 
@@ -88,6 +92,26 @@ def prepare_runs(pool: corpus.Pool, args: argparse.Namespace) -> None:
         print(f"  prepare run {run + 1}: {per[-1]:.3f} ms CPU per profile (load {_load()})", flush=True)
     print(f"prepare alone: median {statistics.median(per):.3f} ms CPU per profile over {len(payloads)} profiles, "
           f"{args.runs} runs (min {min(per):.3f}, max {max(per):.3f}); load average {_load()}", flush=True)
+
+
+def write_runs(pool: corpus.Pool, args: argparse.Namespace) -> None:
+    """`write_block` in this process for flushes of `--flush-pprofs` prepared pprofs, ordered as
+    `BlockWriter` orders them: the flush block's symbols, stack tree and Parquet, without Postgres or MinIO."""
+    limits, now = IngestLimits(), time.time_ns()
+    pprofs = [prepare(labels, raw, limits, now).entries
+              for labels, raw in _payloads(pool, args.prepare_profiles, now - HOUR_NS)]
+    n = args.flush_pprofs
+    flushes = [sorted((e for entries in pprofs[i:i + n] for e in entries), key=lambda e: (e.fingerprint, e.time_ns))
+               for i in range(0, len(pprofs) - n + 1, n)]
+    per, sizes = [], []
+    for _ in range(args.runs):
+        began = time.process_time()
+        sizes = [len(write_block(flush)) for flush in flushes]
+        per.append(1e3 * (time.process_time() - began) / len(flushes))
+    print(f"write_block alone: median {statistics.median(per):.2f} ms CPU per flush of {n} pprofs "
+          f"({statistics.median(per) / n:.3f} per pprof) over {len(flushes)} flushes, {args.runs} runs (min "
+          f"{min(per):.2f}, max {max(per):.2f}); blocks {sum(sizes) / len(sizes) / 1024:.1f} KiB; load average "
+          f"{_load()}", flush=True)
 
 
 def server_runs(pool: corpus.Pool, args: argparse.Namespace) -> None:

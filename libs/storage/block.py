@@ -1,7 +1,7 @@
 """The block: one Parquet object holding many profiles of one tenant over a short window.
 
-A block has seven sections, each in its own row group(s) of one wide table, told apart by the
-`section` column (other sections' columns are null there and cost next to nothing):
+A block has seven sections in one wide table, told apart by the `section` column (other sections'
+columns are null there and cost next to nothing):
 
     strings    string                                   every symbol string, de-duplicated
     functions  function_{name,system_name,filename}     string indices; function_start_line
@@ -20,12 +20,17 @@ A block has seven sections, each in its own row group(s) of one wide table, told
 Version 1 blocks (no mapping_flags, location_id, location_column, labels, content_hash or labelsets:
 every frame its own location, no sample labels) are still read.
 
-The profiles section is split into row groups of about `PROFILE_GROUP_ENTRIES` entries, so a query
-reads and decodes only the groups that hold its rows; compacted blocks order their profiles by profile
-type, service and series (see `series_order`), so one service's rows sit in a few groups.
+Since version 3 the six symbol sections share one row group, each a run of its rows, and so do the
+profiles when they fit in one group: every row group costs a column chunk per column, each compressed
+on its own, and in a flush block of a few profiles the chunks of seven groups (mostly null) were most
+of the writing time and a third of the file. A larger profiles section is split into row groups of
+about `PROFILE_GROUP_ENTRIES` entries, so a query reads and decodes only the groups that hold its rows;
+compacted blocks order their profiles by profile type, service and series (see `series_order`), so
+one service's rows sit in a few groups.
 
 Anyone can open a block with a Parquet reader, e.g. `SELECT * FROM 'x.parquet' WHERE section='profiles'`.
-The file metadata key `flamewatch.block` maps each section to its row groups and holds the version.
+The file metadata key `flamewatch.block` holds the version, maps each section to its row groups and
+(version 3) each section that shares group 0 to its rows [start, stop) in it.
 """
 
 from __future__ import annotations
@@ -46,11 +51,13 @@ from flamewatch.storage.frames import forest_depths
 from flamewatch.storage.gather import Gathered, from_blocks, from_profiles
 from flamewatch.storage.symbols import SymbolPart
 
-FORMAT_VERSION = 2
-READABLE_VERSIONS = (1, 2)
-# What the parsed parquet footer of an open block holds per column chunk (row group x column), in C++ memory
-# that no Python figure shows: 261 KB for a flush block of 7 row groups x 36 columns, 7 times its file.
-FOOTER_BYTES_PER_CHUNK = 1100
+FORMAT_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
+# What the parsed parquet footer of an open block holds in C++ memory that no Python figure shows: per column
+# (its schema) and per column chunk (row group x column). Measured from 2 to 14 row groups of 36 columns:
+# about 48 KB + 750 B a chunk, so a flush block of one group holds ~75 KB, a dozen times its file.
+FOOTER_BYTES_PER_COLUMN = 1400
+FOOTER_BYTES_PER_CHUNK = 800
 _META_KEY = b"flamewatch.block"
 
 SCHEMA = pa.schema([
@@ -209,16 +216,18 @@ def _entry_lists(g: Gathered) -> dict:
 
 
 def _write_parquet(sections: dict[str, dict]) -> bytes:
-    layout, tables = {}, []
-    for name, columns in sections.items():
-        n = len(next(iter(columns.values())))
-        if n == 0:
-            continue
-        table = _section_table(name, columns, n)
-        pieces = _profile_groups(table) if name == "profiles" else [table]
-        layout[name] = list(range(len(tables), len(tables) + len(pieces)))
-        tables.extend(pieces)
-    meta = {_META_KEY: json.dumps({"version": FORMAT_VERSION, "sections": layout}).encode()}
+    tables = {name: _section_table(name, c, _length(c)) for name, c in sections.items() if _length(c)}
+    profiles = _profile_groups(tables.pop("profiles")) if "profiles" in tables else []
+    if len(profiles) == 1:  # profiles that fit in one group share it with the symbols
+        tables["profiles"] = profiles.pop()
+    bounds = np.cumsum([0] + [t.num_rows for t in tables.values()]).tolist()
+    rows = {name: [start, stop] for name, start, stop in zip(tables, bounds[:-1], bounds[1:])}
+    layout: dict[str, list[int]] = {name: [0] for name in tables}
+    groups = [pa.concat_tables(list(tables.values()))] if tables else []
+    if profiles:
+        layout["profiles"] = list(range(len(groups), len(groups) + len(profiles)))
+        groups.extend(profiles)
+    meta = {_META_KEY: json.dumps({"version": FORMAT_VERSION, "sections": layout, "rows": rows}).encode()}
     sink = io.BytesIO()
     # No column statistics and no copy of the Arrow schema: in a block of a few profiles the footer,
     # one entry per column per section, is most of the object. The Parquet types read back as SCHEMA's.
@@ -226,10 +235,14 @@ def _write_parquet(sections: dict[str, dict]) -> bytes:
     # entry lists) they cost time and make blocks about a quarter larger than zstd alone.
     with pq.ParquetWriter(sink, SCHEMA, compression="zstd", write_statistics=False, store_schema=False,
                           use_dictionary=list(_DICTIONARY_COLUMNS)) as writer:
-        for table in tables:
+        for table in groups:
             writer.write_table(table, row_group_size=max(table.num_rows, 1))
         writer.add_key_value_metadata(meta)
     return sink.getvalue()
+
+
+def _length(columns: dict) -> int:
+    return len(next(iter(columns.values())))
 
 
 def _profile_groups(table: pa.Table) -> list[pa.Table]:
@@ -300,6 +313,7 @@ class BlockReader:
                              f"{', '.join(map(str, READABLE_VERSIONS))}")
         self.version: int = meta["version"]
         self._sections: dict[str, list[int]] = meta["sections"]
+        self._rows: dict[str, list[int]] = meta.get("rows", {})  # version 3: a shared group's runs
 
     def _read(self, section: str, columns: list[str]) -> pa.Table:
         groups = self._sections.get(section, [])
@@ -307,12 +321,25 @@ class BlockReader:
             return pa.Table.from_arrays([pa.array([], SCHEMA.field(c).type) for c in columns], names=columns)
         tables = self.__dict__.get("_section_tables")  # while the symbols are decoded (`symbol_part`)
         if tables is None:
-            return self._file.read_row_groups(groups, columns=columns)
+            return self._own_rows(section, self._file.read_row_groups(groups, columns=columns))
         if section not in tables:
             prefix = _SECTION_PREFIXES[section]
-            tables[section] = self._file.read_row_groups(
-                groups, columns=[c for c in self._file.schema_arrow.names if c.startswith(prefix)])
+            tables[section] = self._own_rows(section, self._file.read_row_groups(
+                groups, columns=[c for c in self._file.schema_arrow.names if c.startswith(prefix)]))
         return tables[section].select(columns)
+
+    def _own_rows(self, section: str, table: pa.Table) -> pa.Table:
+        """The section's rows of a table read from its group(s), which it may share (version 3)."""
+        if section not in self._rows:
+            return table
+        start, stop = self._rows[section]
+        return table.slice(start, stop - start)
+
+    def _section_length(self, section: str) -> int:
+        if section in self._rows:
+            start, stop = self._rows[section]
+            return stop - start
+        return sum(self._file.metadata.row_group(g).num_rows for g in self._sections.get(section, []))
 
     def _numpy(self, section: str, column: str) -> np.ndarray:
         return self._read(section, [column]).column(0).to_numpy()
@@ -347,7 +374,8 @@ class BlockReader:
     @cached_property
     def _group_starts(self) -> np.ndarray:
         """The first profile row of each row group of the profiles section, and the row count last."""
-        counts = [self._file.metadata.row_group(g).num_rows for g in self._sections.get("profiles", [])]
+        counts = [self._section_length("profiles")] if "profiles" in self._rows else \
+            [self._file.metadata.row_group(g).num_rows for g in self._sections.get("profiles", [])]
         return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
 
     def _group_lists(self, group: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -356,7 +384,8 @@ class BlockReader:
         cache = self.__dict__.setdefault("_lists", {})
         if group not in cache:
             names = ["nodes", "values"] if self.version == 1 else ["nodes", "values", "labelsets"]
-            table = self._file.read_row_group(self._sections["profiles"][group], columns=names).combine_chunks()
+            table = self._own_rows("profiles", self._file.read_row_group(self._sections["profiles"][group],
+                                                                         columns=names)).combine_chunks()
             nodes = table.column(0).chunk(0)
             offsets = nodes.offsets.to_numpy().astype(np.int64)
             sets = (table.column(2).chunk(0).flatten().to_numpy() if self.version >= 2
@@ -373,7 +402,7 @@ class BlockReader:
     def footer_bytes(self) -> int:
         """Memory the parsed footer (parquet metadata) takes while this reader is open."""
         meta = self._file.metadata
-        return meta.num_row_groups * meta.num_columns * FOOTER_BYTES_PER_CHUNK
+        return meta.num_columns * (FOOTER_BYTES_PER_COLUMN + meta.num_row_groups * FOOTER_BYTES_PER_CHUNK)
 
     @property
     def decoded_bytes(self) -> int:
@@ -421,8 +450,7 @@ class BlockReader:
     def frames(self) -> dict[str, np.ndarray]:
         """Per frame (row of the locations section): function row (-1: none), line, column, address
         (uint64), mapping row (-1: none) and location id; a location's frames are consecutive."""
-        n = self._file.metadata.row_group(self._sections["locations"][0]).num_rows \
-            if self._sections.get("locations") else 0
+        n = self._section_length("locations")
         return {
             "function": self._ints("locations", "location_function"),
             "line": self._ints("locations", "location_line"),
@@ -441,8 +469,7 @@ class BlockReader:
     def mappings(self) -> dict[str, np.ndarray]:
         """Per mapping: filename, build_id (string indices), memory_start, memory_limit, file_offset
         (uint64) and flags (bits: has_functions, has_filenames, has_line_numbers, has_inline_frames)."""
-        n = self._file.metadata.row_group(self._sections["mappings"][0]).num_rows \
-            if self._sections.get("mappings") else 0
+        n = self._section_length("mappings")
         out = {c: self._ints("mappings", f"mapping_{c}") for c in ("filename", "build_id")}
         for c in ("memory_start", "memory_limit", "file_offset"):
             out[c] = self._numpy("mappings", f"mapping_{c}").astype(np.uint64)

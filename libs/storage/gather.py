@@ -15,8 +15,15 @@ from typing import Protocol
 import numpy as np
 
 from flamewatch.pprof.model import Profile
+from flamewatch.pprof.wire import expand_ranges
 from flamewatch.storage.frames import build_stack_tree, merge_forests, row_codes
-from flamewatch.storage.symbols import SymbolPart, Symbols, merge_symbols, profile_part, sample_frames
+from flamewatch.storage.symbols import (
+    SymbolPart,
+    Symbols,
+    merge_symbols,
+    profiles_part,
+    samples_frames,
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -50,20 +57,18 @@ class StoredProfiles(Protocol):
 def from_profiles(sources: Sequence[Profile], owners: Sequence[Sequence[int]],
                   values: Sequence[Sequence[np.ndarray]]) -> Gathered:
     """Source i's samples carry `values[i][j]` for output profile `owners[i][j]`."""
-    symbols = merge_symbols([profile_part(p) for p in sources])
-    stacks = [sample_frames(p) for p in sources]
-    lengths = np.concatenate([np.diff(o) for o, _ in stacks]) if stacks else np.zeros(0, np.int64)
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    frames = np.concatenate([m[f] for (_, f), m in zip(stacks, symbols.frame_maps)]) if stacks else \
+    symbols = merge_symbols([profiles_part(sources)])  # all sources as one part: one pass, not one each
+    offsets, frames = samples_frames(sources)
+    tree = build_stack_tree(offsets, symbols.frame_maps[0][frames], len(symbols.frames["function"]))
+    n_samples = np.array([len(p.samples) for p in sources], np.int64)
+    entry_source = np.repeat(np.arange(len(sources)), [len(o) for o in owners])
+    entry_owner = np.array([o for src in owners for o in src], np.int64)
+    samples = expand_ranges((np.cumsum(n_samples) - n_samples)[entry_source], n_samples[entry_source])
+    value = np.concatenate([np.asarray(v) for src in values for v in src]) if len(entry_owner) else \
         np.zeros(0, np.int64)
-    tree = build_stack_tree(offsets, frames, len(symbols.frames["function"]))
-    base = np.cumsum([0] + [len(p.samples) for p in sources])
-    sample_sets = [m[1:] for m in symbols.label_set_maps]
-    parts = [(np.full(len(v), o, np.int64), tree.leaf[b: b + len(v)], sets, np.asarray(v))
-             for src_owners, src_values, b, sets in zip(owners, values, base, sample_sets)
-             for o, v in zip(src_owners, src_values)]
-    n = 1 + max((o for src in owners for o in src), default=-1)
-    return _aggregate(symbols, tree.parent, tree.frame, parts, n)
+    entries = (np.repeat(entry_owner, n_samples[entry_source]), tree.leaf[samples],
+               symbols.label_set_maps[0][1:][samples], value)
+    return _aggregate(symbols, tree.parent, tree.frame, [entries], 1 + int(entry_owner.max(initial=-1)))
 
 
 def from_blocks(parts: Sequence[tuple[StoredProfiles, np.ndarray]],

@@ -10,6 +10,7 @@ sets went. Frames are numbered so that a location's lines are consecutive, inner
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +24,7 @@ from flamewatch.storage.frames import rows_of, unique_ragged, unique_rows
 MAPPING_FLAG_BITS = ("has_functions", "has_filenames", "has_line_numbers", "has_inline_frames")
 FUNCTION_STRINGS = (0, 1, 2)  # columns of a function row that are string indices
 MAPPING_STRINGS = (0, 1)
+_MAPPING_RANGE = ("memory_start", "memory_limit", "file_offset")  # uint64 columns, stored as int64 bits
 
 
 @dataclass(frozen=True, eq=False)
@@ -66,47 +68,113 @@ class Symbols:
 
 def profile_part(p: Profile) -> SymbolPart:
     """A decoded pprof's symbols; its frames are every line of every location, in location order."""
-    loc, fn, mp, s = p.locations, p.functions, p.mappings, p.samples
-    nlines = np.diff(loc.line_offsets)
+    return profiles_part([p])
+
+
+def profiles_part(ps: Sequence[Profile]) -> SymbolPart:
+    """Decoded pprofs' symbols as one part, their tables one after another (every index shifted into
+    the concatenation, so a flush's pprofs are merged in one pass, not one each); label set i + 1 is
+    sample i of the concatenated samples."""
+    loc, fn, mp, s = (_Concat([getattr(p, t) for p in ps]) for t in ("locations", "functions", "mappings", "samples"))
+    string_base = _bases([len(p.strings) for p in ps])
+    nlines = loc.run_lengths("line_offsets")
     per_location = np.maximum(nlines, 1)
-    frame_location = np.repeat(np.arange(len(loc)), per_location)
+    frame_location = np.repeat(np.arange(len(nlines)), per_location)
     first = np.cumsum(per_location) - per_location
-    flags = np.zeros(len(mp), np.int64)
+    flags = np.zeros(mp.n, np.int64)
     for bit, name in enumerate(MAPPING_FLAG_BITS):
-        flags |= getattr(mp, name).astype(np.int64) << bit
-    mapped = loc.mapping_id != 0
-    loc_mapping = np.full(len(loc), -1, np.int64)
-    loc_mapping[mapped] = rows_of(loc.mapping_id[mapped], mp.id)
+        flags |= mp.cat(name, np.int64) << bit
+    fn_strings, mp_strings = string_base[fn.source()], string_base[mp.source()]
+    label_strings = string_base[s.source("label_key")]
+    mapping_id = loc.cat("mapping_id", np.uint64)
+    mapped = mapping_id != 0
+    loc_mapping = np.full(loc.n, -1, np.int64)
+    loc_mapping[mapped] = _rows_of_each(mapping_id[mapped], loc.source()[mapped], mp.cat("id", np.uint64), mp.source())
     return SymbolPart(
-        strings=p.strings,
-        functions=np.stack([fn.name, fn.system_name, fn.filename, fn.start_line], axis=1).reshape(-1, 4)
-        .astype(np.int64),
-        mappings=np.stack([mp.filename, mp.build_id, mp.memory_start.view(np.int64), mp.memory_limit.view(np.int64),
-                           mp.file_offset.view(np.int64), flags],
-                          axis=1).reshape(-1, 6).astype(np.int64),
-        loc_address=loc.address.view(np.int64),
+        strings=np.concatenate([p.strings for p in ps]) if ps else np.zeros(0, object),
+        functions=np.stack([fn.cat("name") + fn_strings, fn.cat("system_name") + fn_strings,
+                            fn.cat("filename") + fn_strings, fn.cat("start_line")], axis=1),
+        mappings=np.stack([mp.cat("filename") + mp_strings, mp.cat("build_id") + mp_strings,
+                           *(mp.cat(c, np.uint64).view(np.int64) for c in _MAPPING_RANGE), flags], axis=1),
+        loc_address=loc.cat("address", np.uint64).view(np.int64),
         loc_mapping=loc_mapping,
-        line_offsets=loc.line_offsets.astype(np.int64),
-        line_function=rows_of(loc.line_function_id, fn.id) if len(loc.line_function_id) else np.zeros(0, np.int64),
-        line_line=loc.line_line.astype(np.int64),
-        line_column=loc.line_column.astype(np.int64),
+        line_offsets=np.concatenate([[0], np.cumsum(nlines)]).astype(np.int64),
+        line_function=_rows_of_each(loc.cat("line_function_id", np.uint64), loc.source("line_function_id"),
+                                    fn.cat("id", np.uint64), fn.source()),
+        line_line=loc.cat("line_line"),
+        line_column=loc.cat("line_column"),
         frame_location=frame_location,
         frame_line=np.arange(len(frame_location)) - first[frame_location],
-        label_set=s.label_sample.astype(np.int64) + 1,  # one local set per sample: sample i is set i + 1
-        label_key=s.label_key, label_str=s.label_str, label_num=s.label_num, label_unit=s.label_num_unit,
-        n_label_sets=len(s),
+        label_set=s.cat("label_sample") + _bases([len(x) for x in s.tables])[s.source("label_key")] + 1,
+        label_key=s.cat("label_key") + label_strings, label_str=s.cat("label_str") + label_strings,
+        label_num=s.cat("label_num"), label_unit=s.cat("label_num_unit") + label_strings,
+        n_label_sets=sum(len(x) for x in s.tables),
     )
 
 
 def sample_frames(p: Profile) -> tuple[np.ndarray, np.ndarray]:
     """Each sample's stack as frames of `profile_part(p)`, leaf first: (offsets [n + 1], frames)."""
-    loc = p.locations
-    per_location = np.maximum(np.diff(loc.line_offsets), 1)
+    return samples_frames([p])
+
+
+def samples_frames(ps: Sequence[Profile]) -> tuple[np.ndarray, np.ndarray]:
+    """Each sample's stack (of all pprofs' samples, one after another) as frames of `profiles_part(ps)`,
+    leaf first: (offsets [n + 1], frames)."""
+    loc, s = _Concat([p.locations for p in ps]), _Concat([p.samples for p in ps])
+    per_location = np.maximum(loc.run_lengths("line_offsets"), 1)
     first = np.cumsum(per_location) - per_location
-    sample_loc = rows_of(p.samples.locations, loc.id)
+    sample_loc = _rows_of_each(s.cat("locations", np.uint64), s.source("locations"), loc.cat("id", np.uint64),
+                               loc.source())
     counts = per_location[sample_loc]
     running = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    return running[p.samples.offsets], expand_ranges(first[sample_loc], counts)
+    depths = s.run_lengths("offsets")
+    return running[np.concatenate([[0], np.cumsum(depths)]).astype(np.int64)], expand_ranges(first[sample_loc], counts)
+
+
+class _Concat:
+    """Several pprofs' tables of one kind (locations, say) as one: columns concatenated, and the pprof of each row."""
+
+    def __init__(self, tables: list):
+        self.tables = tables
+        self.n = sum(len(t) for t in tables)
+
+    def cat(self, column: str, dtype=np.int64) -> np.ndarray:
+        arrays = [getattr(t, column) for t in self.tables]
+        return np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.zeros(0, dtype)
+
+    def source(self, column: str | None = None) -> np.ndarray:
+        """The pprof of each row of `column` (by default the table's rows)."""
+        sizes = [len(getattr(t, column)) if column else len(t) for t in self.tables]
+        return np.repeat(np.arange(len(sizes)), sizes)
+
+    def run_lengths(self, column: str) -> np.ndarray:
+        """Run lengths of an offsets column ([n + 1] per table) over the concatenated runs."""
+        arrays = [getattr(t, column) for t in self.tables]
+        if not arrays:
+            return np.zeros(0, np.int64)
+        steps = np.diff(np.concatenate(arrays)).astype(np.int64)
+        return np.delete(steps, np.cumsum([len(a) for a in arrays])[:-1] - 1)
+
+
+def _bases(sizes: list[int]) -> np.ndarray:
+    return (np.cumsum(sizes) - sizes).astype(np.int64) if sizes else np.zeros(0, np.int64)
+
+
+def _rows_of_each(ids: np.ndarray, id_source: np.ndarray, table_ids: np.ndarray,
+                  table_source: np.ndarray) -> np.ndarray:
+    """Row of each (pprof, id) in concatenated tables whose ids are unique within each pprof (and each id
+    looked up is in its pprof's table: `validate` saw to that). Ids numbered 1..n in table order, as Go
+    writes them, are their row; others are searched for."""
+    if len(ids) == 0:
+        return np.zeros(0, np.int64)
+    first = _bases(np.bincount(table_source, minlength=int(id_source.max()) + 1).tolist())
+    position = np.arange(len(table_ids)) - first[table_source]
+    if np.array_equal(table_ids, (position + 1).astype(np.uint64)):
+        return first[id_source] + ids.astype(np.int64) - 1
+    distinct = np.unique(table_ids)
+    width = len(distinct)
+    return rows_of(id_source * width + np.searchsorted(distinct, ids),
+                   table_source * width + np.searchsorted(distinct, table_ids))
 
 
 # ------------------------------------------------------------------------------------------ merging

@@ -35,11 +35,11 @@ from infra.minio import MinioServer
 
 _MARKS = pytest.StashKey[list]()
 
-# Each regress profile covers 4000 requests, about a second of CPU (a thousand samples at the target's
-# 1000 Hz) however busy the machine is, so a test's power does not depend on the load. Asynchronous
+# Each regress profile covers 3000 requests, about three quarters of a second of CPU (750 samples at the
+# target's 1000 Hz) however busy the machine is, so a test's power does not depend on the load. Asynchronous
 # preemption is off: on a loaded machine the runtime's preemption signal would land in a varying share of
 # samples.
-REGRESS_PROFILES, REGRESS_REQUESTS = 12, 4000
+REGRESS_PROFILES, REGRESS_REQUESTS = 12, 3000
 
 
 @pytest.fixture(scope="session")

@@ -157,12 +157,13 @@ def test_a_leaking_pods_oom_kill_is_one_incident_with_the_heap_from_seconds_befo
 
 
 def test_the_heap_is_scraped_fast_while_it_grows_and_at_the_jobs_pace_after(cluster: Cluster, tmp_path: Path) -> None:
-    with leaky(tmp_path, "-limit", str(70 << 20)) as target:  # leaks for 70 s, then holds what it has
+    pace = "10s"  # the job's; two rises at it are seen 20 s into the leak, well before it ends
+    with leaky(tmp_path, "-rate", str(2 << 20), "-limit", str(70 << 20)) as target:  # leaks for 35 s, then holds
         config = tmp_path / "flamewatch.yaml"
         config.write_text(f"""
 scrape_configs:
   - job_name: leaky
-    scrape_interval: {INTERVAL}
+    scrape_interval: {pace}
     static_configs: [{{targets: ["{target.addr}"]}}]
     profiling_config:
       pprof_config: {{process_cpu: {{enabled: false}}, goroutine: {{enabled: false}}, mutex: {{enabled: false}},
@@ -181,7 +182,7 @@ scrape_configs:
                 # A collection finds the heap as it was. Go collects at least every two minutes on its own;
                 # asking for one (as `?gc=1` does) spares the test the wait.
                 httpx.get(f"http://{target.addr}/debug/pprof/heap", params={"gc": "1"}, timeout=10)
-                return interval() == INTERVAL
+                return interval() == pace
 
             wait_for(stopped, 150, "the job's pace once the leak stopped", collector.log)
             assert "in-use heap stopped growing" in collector.log.read_text()

@@ -92,7 +92,7 @@ def run_all(args: argparse.Namespace) -> int:
         text = self_scrape_config(local(own_http), args.heap_profiling, identity())
         config = load or (lambda: parse_config(text, "built-in configuration"))
         store, db = open_storage(stack, storage)
-        start_compactor(stack, args, db.dsn)  # compaction's CPU and memory peaks stay out of this process
+        start_compactor(stack, args, store, db)  # compaction's CPU and memory peaks stay out of this process
         notify = alert_sender(stack, alerting_config(args, own_url), db)
         querier_config = QuerierConfig(cache_bytes=QuerierConfig.embedded_cache_bytes, **flags.query_limits(args))
         # Listed in the order they start; the stack stops them in reverse: the collector first (after it

@@ -118,6 +118,13 @@ def compact_tenant(db: Database, store: ObjectStore, tenant: str, now_ns: int,
     return done
 
 
+def due(db: Database, tenant: str, now_ns: int, config: CompactionConfig = CompactionConfig()) -> bool:
+    """Whether `compact_tenant` would run a job for the tenant now (blocks that failed before aside):
+    the few queries a round plans with, none of its reading or writing."""
+    blocks = live_blocks(db, tenant)
+    return bool(hour_job(blocks, now_ns, config) or day_job(blocks, now_ns, config))
+
+
 def _run_level(db: Database, store: ObjectStore, tenant: str, level: int, now_ns: int, config: CompactionConfig,
                skipped: Skipped) -> list[Compacted]:
     """Every job of one level; a failed job's own blocks are tried again in halves (`retry`, a stack)."""

@@ -6,11 +6,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 
 from flamewatch.ingester.compactor import Maintenance
 from flamewatch.ingester.config import IngesterConfig, MaintenanceConfig
 from flamewatch.ingester.service import Ingester, http_router, register_grpc
 from flamewatch.periodic import every
+from flamewatch.ratelimitedlog import RateLimitedLog
 from flamewatch.rpc.assembly import Assembly
 from flamewatch.storage.objstore import ObjectStore
 from flamewatch.storage.postgres import Database
@@ -33,11 +35,30 @@ def assemble(stack: contextlib.AsyncExitStack, config: IngesterConfig, store: Ob
 
 
 def assemble_compactor(stack: contextlib.AsyncExitStack, config: MaintenanceConfig, store: ObjectStore,
-                       db: Database) -> Assembly:
+                       db: Database, when_done: Callable[[], object] | None = None) -> Assembly:
     """Start compaction and retention rounds every `config.interval_s` over open storage, with no ingest:
-    the work `flamewatch ingester --compaction.interval` does besides ingesting."""
+    the work `flamewatch ingester --compaction.interval` does besides ingesting. With `when_done`, the
+    first round runs at once, and `when_done()` is called after the first round that leaves nothing to
+    compact (and no failed block waiting to be tried again), instead of waiting for the next round."""
     maintenance = Maintenance(config, store, db)
-    rounds = asyncio.create_task(every(config.interval_s, maintenance.run_now, "compaction and retention round",
-                                       log), name="compaction")
-    stack.callback(rounds.cancel)
+    if when_done is None:
+        rounds = every(config.interval_s, maintenance.run_now, "compaction and retention round", log)
+    else:
+        rounds = _until_done(maintenance, config.interval_s, when_done)
+    task = asyncio.create_task(rounds, name="compaction")
+    stack.callback(task.cancel)
     return Assembly(parts={"maintenance": maintenance})
+
+
+async def _until_done(maintenance: Maintenance, interval_s: float, when_done: Callable[[], object]) -> None:
+    failures = RateLimitedLog(log)
+    while True:
+        try:
+            await asyncio.to_thread(maintenance.run_now)
+            if maintenance.idle() and not await asyncio.to_thread(maintenance.compaction_due):
+                log.info("compaction: nothing left to compact")
+                when_done()
+                return
+        except Exception as exc:  # noqa: BLE001 - logged; the next round starts over
+            failures.log(logging.WARNING, type(exc).__name__, "compaction and retention round failed: %s", exc)
+        await asyncio.sleep(interval_s)

@@ -18,7 +18,7 @@ from prometheus_client import Counter, Gauge
 from flamewatch.events.store import prune as prune_events
 from flamewatch.ingester.config import MaintenanceConfig
 from flamewatch.ratelimitedlog import RateLimitedLog
-from flamewatch.storage.compaction import Skipped, compact_tenant, tenant_lock, tenants_with_blocks
+from flamewatch.storage.compaction import Skipped, compact_tenant, due, tenant_lock, tenants_with_blocks
 from flamewatch.storage.errors import StorageUnavailable
 from flamewatch.storage.objstore import ObjectStore
 from flamewatch.storage.postgres import Database, try_lock
@@ -42,12 +42,28 @@ class Maintenance:
         """One round as of now (the ingester runs it every `interval_s`, `flamewatch.periodic.every`)."""
         self.run_once(time.time_ns())
 
-    def run_once(self, now_ns: int) -> None:
-        """Retention first, so nothing about to expire is compacted."""
+    def run_once(self, now_ns: int) -> int:
+        """Retention first, so nothing about to expire is compacted. Returns the compaction jobs run."""
         self._isolated("retention", self._retention, now_ns)
-        for tenant in tenants_with_blocks(self._db):
-            self._isolated(f"compaction of tenant {tenant}", self._compact, tenant, now_ns)
+        jobs = sum(self._isolated(f"compaction of tenant {tenant}", self._compact, tenant, now_ns) or 0
+                   for tenant in tenants_with_blocks(self._db))
         SKIPPED.set(len(self._skipped))
+        return jobs
+
+    def idle(self) -> bool:
+        """No block is waiting out a back-off after a failed job: a process that stops now forgets nothing."""
+        return not len(self._skipped)
+
+    def retention_now(self) -> None:
+        """The retention step of a round alone: queries and deletes, no block read (see `compaction_due`)."""
+        self._isolated("retention", self._retention, time.time_ns())
+
+    def compaction_due(self) -> list[str]:
+        """The tenants a round would compact now, found with the queries the round plans with: what
+        `flamewatch all` asks before it starts a compactor process."""
+        now_ns = time.time_ns()
+        return [tenant for tenant in tenants_with_blocks(self._db)
+                if due(self._db, tenant, now_ns, self.config.compaction)]
 
     def _retention(self, now_ns: int) -> None:
         with try_lock(self._db, "retention") as mine:
@@ -57,18 +73,21 @@ class Maintenance:
                     log.info("retention: %d event(s) older than their tenant's retention deleted", pruned)
                 delete_retired(self._db, self._store, int(self.config.retired_grace_s * 1e9))
 
-    def _compact(self, tenant: str, now_ns: int) -> None:
+    def _compact(self, tenant: str, now_ns: int) -> int:
         with tenant_lock(self._db, tenant) as mine:
-            if mine:
-                for job in compact_tenant(self._db, self._store, tenant, now_ns, self.config.compaction,
-                                          self._skipped):
-                    COMPACTED.labels(str(job.level)).inc(job.inputs)
+            if not mine:
+                return 0
+            jobs = compact_tenant(self._db, self._store, tenant, now_ns, self.config.compaction, self._skipped)
+            for job in jobs:
+                COMPACTED.labels(str(job.level)).inc(job.inputs)
+            return len(jobs)
 
-    def _isolated(self, what: str, step, *args) -> None:
-        """Run one step of the round; its failure is logged and does not stop the next steps, unless
-        storage is away (then every later step would fail the same way: the round ends)."""
+    def _isolated(self, what: str, step, *args):
+        """Run one step of the round and return what it returns; its failure is logged (None returned) and
+        does not stop the next steps, unless storage is away (then every later step would fail the same way:
+        the round ends)."""
         try:
-            step(*args)
+            return step(*args)
         except StorageUnavailable:
             raise
         except Exception as exc:  # noqa: BLE001 - one tenant's trouble must not stop the others

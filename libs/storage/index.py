@@ -62,15 +62,53 @@ class Series:
     labels: dict[str, str]
 
 
-def commit_block(db: Database, block: BlockRecord, entries: Sequence[IndexEntry]) -> None:
-    """Index a block whose object is already stored: series, block row and its series' rows, atomically."""
+class KnownSeries:
+    """Series rows this process has written or found, each with a seen range the row is known to cover:
+    a flush whose series are all known, within those ranges, skips the upsert (a statement with every
+    series' labels, and often a second to read the ids of the rows it left alone). Series rows are never
+    deleted and their ranges only widen, so what is known stays true. Bounded: forgotten when full."""
+
+    def __init__(self, max_series: int = 1 << 18) -> None:
+        self._max = max_series
+        self._known: dict[tuple[str, int], tuple[int, int, int]] = {}  # (tenant, fingerprint) -> id, from, until
+
+    def ids(self, tenant: str, spans: dict[int, tuple[int, int]]) -> tuple[dict[int, int], list[int]]:
+        """The known ids of the series whose [from, until] the stored row covers, and the other fingerprints."""
+        ids, unknown = {}, []
+        for fp, (lo, hi) in spans.items():
+            known = self._known.get((tenant, fp))
+            if known is not None and known[1] <= lo and hi <= known[2]:
+                ids[fp] = known[0]
+            else:
+                unknown.append(fp)
+        return ids, unknown
+
+    def learn(self, tenant: str, ids: dict[int, int], spans: dict[int, tuple[int, int]]) -> None:
+        """After the transaction that stored them committed: each series' row covers at least its span."""
+        if len(self._known) + len(ids) > self._max:
+            self._known.clear()
+        for fp, series_id in ids.items():
+            lo, hi = spans[fp]
+            old = self._known.get((tenant, fp))
+            self._known[tenant, fp] = (series_id, min(lo, old[1]), max(hi, old[2])) if old else (series_id, lo, hi)
+
+
+def commit_block(db: Database, block: BlockRecord, entries: Sequence[IndexEntry],
+                 known: KnownSeries | None = None) -> None:
+    """Index a block whose object is already stored: series, block row and its series' rows, atomically.
+    With `known`, series it holds within their stored ranges are not written again (`KnownSeries`)."""
     if block.level != LEVEL_FLUSH:
         _ensure_partitions(db, _series_starts(np.array([e.fingerprint for e in entries], np.int64),
                                               np.array([e.time_ns for e in entries], np.int64)))
+    first, spans = _series_spans(entries)
+    ids, unknown = known.ids(block.tenant, spans) if known is not None else ({}, sorted(first))
     with db.connection() as conn, conn.transaction():
-        ids = _upsert_series(conn, block.tenant, entries)
+        if unknown:
+            ids.update(_upsert_series(conn, block.tenant, first, spans, unknown))
         _insert_block(conn, block)
         _copy_rows(conn, block, _rows_of(entries, ids))
+    if known is not None and unknown:
+        known.learn(block.tenant, {fp: ids[fp] for fp in unknown}, spans)
 
 
 def replace_blocks(db: Database, new: Sequence[tuple[BlockRecord, ProfileRows]], old_ids: Sequence[str]) -> None:
@@ -150,19 +188,25 @@ def _copy_rows(conn, block: BlockRecord, rows: ProfileRows) -> None:
                             rows.content_hash[lo:hi].astype(_HASH).tobytes()))
 
 
-def _upsert_series(conn, tenant: str, entries: Sequence[IndexEntry]) -> dict[int, int]:
-    """Insert the entries' new series and widen the seen range of the others; returns their ids.
-
-    A series' first and last seen times are kept to the hour (the hour's start and end), so only the
-    first block of each hour updates its row: updating it on every flush left a dead row version (and
-    new entries in its GIN index) per series per second, most of the index's size."""
+def _series_spans(entries: Sequence[IndexEntry]) -> tuple[dict[int, IndexEntry], dict[int, tuple[int, int]]]:
+    """Each series' first entry, and the seen range its row must cover: its entries' hours (see below)."""
     first: dict[int, IndexEntry] = {}
     span: dict[int, tuple[int, int]] = {}
     for e in entries:
         first.setdefault(e.fingerprint, e)
         lo, hi = span.get(e.fingerprint, (e.time_ns, e.time_ns))
         span[e.fingerprint] = (min(lo, e.time_ns), max(hi, e.time_ns))
-    fps = sorted(first)  # a stable order keeps concurrent upserts from deadlocking
+    return first, {fp: (_seen_from(lo), _seen_until(hi)) for fp, (lo, hi) in span.items()}
+
+
+def _upsert_series(conn, tenant: str, first: dict[int, IndexEntry], spans: dict[int, tuple[int, int]],
+                   fingerprints: Iterable[int]) -> dict[int, int]:
+    """Insert the new series among `fingerprints` and widen the seen range of the others; returns their ids.
+
+    A series' first and last seen times are kept to the hour (the hour's start and end), so only the
+    first block of each hour updates its row: updating it on every flush left a dead row version (and
+    new entries in its GIN index) per series per second, most of the index's size."""
+    fps = sorted(fingerprints)  # a stable order keeps concurrent upserts from deadlocking
     rows = conn.execute(
         "INSERT INTO series (tenant, fingerprint, profile_type, labels, first_seen, last_seen)"
         " SELECT %s, * FROM unnest(%s::bigint[], %s::text[], %s::jsonb[], %s::bigint[], %s::bigint[])"
@@ -172,7 +216,7 @@ def _upsert_series(conn, tenant: str, entries: Sequence[IndexEntry]) -> dict[int
         " WHERE excluded.first_seen < series.first_seen OR excluded.last_seen > series.last_seen"
         " RETURNING fingerprint, id",
         (tenant, fps, [first[f].profile_type for f in fps], [Jsonb(first[f].labels) for f in fps],
-         [_seen_from(span[f][0]) for f in fps], [_seen_until(span[f][1]) for f in fps]),
+         [spans[f][0] for f in fps], [spans[f][1] for f in fps]),
     ).fetchall()
     ids = dict(rows)
     unchanged = [f for f in fps if f not in ids]  # rows the WHERE left alone return nothing

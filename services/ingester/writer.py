@@ -10,12 +10,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ulid import ULID
 
 from flamewatch.storage.block import BlockEntry, write_block
-from flamewatch.storage.index import BlockRecord, IndexEntry, commit_block, stored_profiles
+from flamewatch.storage.index import BlockRecord, IndexEntry, KnownSeries, commit_block, stored_profiles
 from flamewatch.storage.keys import LEVEL_FLUSH, block_key
 from flamewatch.storage.objstore import ObjectStore
 from flamewatch.storage.postgres import Database
@@ -32,6 +32,7 @@ def identity(e: BlockEntry) -> tuple[int, int, int]:
 class BlockWriter:
     store: ObjectStore
     db: Database
+    known: KnownSeries = field(default_factory=KnownSeries)  # series rows this ingester wrote: not written again
 
     def write(self, tenant: str, entries: Sequence[BlockEntry]) -> BlockRecord | None:
         """Store the batch; None when every profile of it was stored before."""
@@ -46,7 +47,7 @@ class BlockWriter:
         record = BlockRecord(block_id, tenant, block_key(tenant, LEVEL_FLUSH, min(times), block_id), min(times),
                              max(times), 0, len(data), len(fresh))
         self.store.put(record.key, data)
-        commit_block(self.db, record, [_index_entry(i, e) for i, e in enumerate(fresh)])
+        commit_block(self.db, record, [_index_entry(i, e) for i, e in enumerate(fresh)], self.known)
         log.debug("wrote block %s: %d profiles, %d bytes in %.0f ms", record.key, len(fresh), len(data),
                   1e3 * (time.perf_counter() - started))
         return record

@@ -170,3 +170,39 @@ def test_a_series_row_changes_once_an_hour_not_on_every_block(db: Database) -> N
     ids = series_ids(db)
     assert index.find_series(db, "t", [], hour + 55 * 60 * S, hour + 56 * 60 * S)[0].id == ids["a"]
     assert index.time_bounds(db, "t") == (hour + 5 * S, hour + 70 * 60 * S)
+
+
+def _seen(db: Database, fingerprint: int) -> tuple[int, int]:
+    with db.connection() as conn:
+        return conn.execute("SELECT first_seen, last_seen FROM series WHERE fingerprint = %s", (fingerprint,)).fetchone()
+
+
+def test_a_flush_of_series_known_within_their_hours_does_not_write_them_again(db: Database) -> None:
+    known = index.KnownSeries()
+    a = entry("a", T0 - 30 * S, 0, 1)  # T0 is 10 s before midnight: these are in the hour 23:00-24:00
+    index.commit_block(db, block("b1", [a]), [a], known)
+    hour = _seen(db, a.fingerprint)
+    with db.connection() as conn:  # the row narrowed behind the cache's back: a write would widen it again
+        conn.execute("UPDATE series SET last_seen = first_seen WHERE fingerprint = %s", (a.fingerprint,))
+    later = entry("a", T0, 0, 2)  # the same hour: known, not written
+    index.commit_block(db, block("b2", [later]), [later], known)
+    assert _seen(db, a.fingerprint) == (hour[0], hour[0])
+    next_hour = entry("a", T0 + 20 * S, 0, 3)  # past the known range: written, widened
+    index.commit_block(db, block("b3", [next_hour]), [next_hour], known)
+    assert _seen(db, a.fingerprint) == (hour[0], hour[1] + 3600 * S)
+    ids = series_ids(db)
+    rows = index.profile_rows(db, [ids["a"]], 0, 2**62)
+    assert rows.block_id.tolist() == ["b1", "b2", "b3"] and rows.total.tolist() == [1, 2, 3]
+
+
+def test_series_of_a_block_whose_transaction_failed_are_not_taken_as_known(db: Database) -> None:
+    known = index.KnownSeries()
+    a = entry("a", T0, 0, 1)
+    index.commit_block(db, block("b1", [a]), [a], known)
+    b = entry("b", T0, 0, 1)
+    with pytest.raises(psycopg.errors.UniqueViolation):
+        index.commit_block(db, block("b1", [b]), [b], known)  # the block id is taken: all of it rolls back
+    assert "b" not in series_ids(db)
+    assert known.ids("t", {b.fingerprint: (0, 0)}) == ({}, [b.fingerprint])
+    index.commit_block(db, block("b2", [b]), [b], known)
+    assert set(series_ids(db)) == {"a", "b"}

@@ -18,9 +18,9 @@ A job takes at most `max_job_profiles` typed profiles: merging holds every entry
 the compactor's memory follows their number (an hour block of 1.2 MB took 560 MiB to merge). An hour
 with more is compacted into its main block and side blocks; a day with more stays in hour blocks.
 
-Symbols, label sets and stacks are de-duplicated across the merged profiles (`block.compact`), which are
-ordered by profile type, service, series and time (`block.series_order`) so that one service's query
-reads few of the new block's row groups; and a profile stored twice (same series, time and content hash:
+Symbols, label sets and stacks are de-duplicated across the merged profiles (`blockwrite.compact`), which
+are ordered by profile type, service, series and time (`blockwrite.series_order`) so that one service's
+query reads few of the new block's row groups; and a profile stored twice (same series, time and content hash:
 retried pushes that raced each other) is kept once. Each job writes its new objects first and then
 switches the index in one transaction (`index.replace_blocks`); the old objects are deleted after a
 grace period by `retention.delete_retired`. A crash before the switch leaves objects nothing points at,
@@ -50,7 +50,8 @@ import numpy as np
 from ulid import ULID
 
 from flamewatch.storage import index
-from flamewatch.storage.block import BlockReader, compact, series_order
+from flamewatch.storage.blockread import BlockReader
+from flamewatch.storage.blockwrite import compact, series_order
 from flamewatch.storage.errors import StorageUnavailable
 from flamewatch.storage.index import BlockRecord, ProfileRows
 from flamewatch.storage.keys import LEVEL_DAY, LEVEL_FLUSH, LEVEL_HOUR, block_key

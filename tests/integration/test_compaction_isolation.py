@@ -21,7 +21,7 @@ from flamewatch.ingester.compactor import Maintenance
 from flamewatch.ingester.config import IngestLimits, MaintenanceConfig
 from flamewatch.ingester.prepare import prepare
 from flamewatch.storage import compaction, index
-from flamewatch.storage.block import write_block
+from flamewatch.storage.blockwrite import write_block
 from flamewatch.storage.compaction import CompactionConfig
 from flamewatch.storage.errors import StorageFull
 from flamewatch.storage.index import BlockRecord, IndexEntry

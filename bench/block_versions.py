@@ -19,6 +19,7 @@ import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -29,9 +30,11 @@ from flamewatch.ingester.config import IngestLimits  # noqa: E402
 from flamewatch.ingester.prepare import prepare  # noqa: E402
 from flamewatch.pprof import decode  # noqa: E402
 from flamewatch.pprof.encode import encode  # noqa: E402
-from flamewatch.storage import block as v2  # noqa: E402
+from flamewatch.storage import blockread, blockwrite  # noqa: E402
 
 V1_REV = "74afab0"
+# the current writer and reader under the names the old single module had
+v2 = SimpleNamespace(write_block=blockwrite.write_block, compact=blockwrite.compact, BlockReader=blockread.BlockReader)
 
 
 def load_v1(rev: str):

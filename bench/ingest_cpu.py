@@ -30,7 +30,7 @@ from corpus import Fleet  # noqa: E402
 
 from flamewatch.ingester.config import IngestLimits  # noqa: E402
 from flamewatch.ingester.prepare import prepare  # noqa: E402
-from flamewatch.storage.block import write_block  # noqa: E402
+from flamewatch.storage.blockwrite import write_block  # noqa: E402
 
 HOUR_NS = 3600 * 10**9
 

@@ -14,13 +14,16 @@ made, into one side block beside it (`_beside_main`). The day job merges an hour
 once. A main block is rewritten only when what would go beside it holds `main_rewrite_share` of its
 profiles, so each rewrite grows it by that share at least and the side stays small beside it.
 
-A job takes at most `max_job_profiles` typed profiles: merging holds every entry of its profiles, so
-the compactor's memory follows their number (an hour block of 1.2 MB took 560 MiB to merge). An hour
-with more is compacted into its main block and side blocks; a day with more stays in hour blocks.
+A job takes at most `max_job_profiles` typed profiles. Merging writes the new block a row group at a time
+and keeps the profiles' entries in a spill file meanwhile (`blockwrite.compact_into`), so the compactor's
+memory grows with a job's input blocks and their symbols, far slower than with its profiles: merging 540
+flush blocks of 25,920 real Go profiles peaks at ~290 MiB (it took ~1.1 GiB holding every entry), and
+re-merging their hour block at ~210 MiB (620). An hour with more is compacted into its main block and
+side blocks; a day with more stays in hour blocks.
 
-Symbols, label sets and stacks are de-duplicated across the merged profiles (`block.compact`), which are
-ordered by profile type, service, series and time (`block.series_order`) so that one service's query
-reads few of the new block's row groups; and a profile stored twice (same series, time and content hash:
+Symbols, label sets and stacks are de-duplicated across the merged profiles (`blockwrite.compact`), which
+are ordered by profile type, service, series and time (`blockwrite.series_order`) so that one service's
+query reads few of the new block's row groups; and a profile stored twice (same series, time and content hash:
 retried pushes that raced each other) is kept once. Each job writes its new objects first and then
 switches the index in one transaction (`index.replace_blocks`); the old objects are deleted after a
 grace period by `retention.delete_retired`. A crash before the switch leaves objects nothing points at,
@@ -41,6 +44,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import tempfile
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -50,7 +54,8 @@ import numpy as np
 from ulid import ULID
 
 from flamewatch.storage import index
-from flamewatch.storage.block import BlockReader, compact, series_order
+from flamewatch.storage.blockread import BlockReader
+from flamewatch.storage.blockwrite import compact_into, series_order
 from flamewatch.storage.errors import StorageUnavailable
 from flamewatch.storage.index import BlockRecord, ProfileRows
 from flamewatch.storage.keys import LEVEL_DAY, LEVEL_FLUSH, LEVEL_HOUR, block_key
@@ -63,6 +68,7 @@ log = logging.getLogger(__name__)
 HOUR_NS = 3600 * 10**9
 DAY_NS = 24 * HOUR_NS
 MiB = 1 << 20
+SPOOLED_BLOCK_BYTES = 16 * MiB  # a new block larger than this waits for its upload on disk, not in memory
 _LEVEL_NAMES = {LEVEL_HOUR: "hour", LEVEL_DAY: "day"}
 
 
@@ -71,9 +77,9 @@ class CompactionConfig:
     hour_delay_ns: int = 5 * 60 * 10**9  # wait this long after an hour ends for late profiles
     day_delay_ns: int = HOUR_NS
     max_job_bytes: int = 256 * MiB  # of input objects per job: bounds what a job fetches
-    # Typed profiles per job: what bounds the compactor's memory, which follows the profiles' entries far
-    # more than the bytes of their objects (an hour block of 1.2 MB holding 25,920 real Go profiles took
-    # 560 MiB to merge; the flush blocks they came from, 42 MB, 870 MiB). A day of more stays in hour blocks
+    # Typed profiles per job: with the bytes, what bounds the compactor's memory, which grows with a job's
+    # blocks and profiles (see the module docstring: 25,920 real Go profiles from 540 flush blocks peak at
+    # ~290 MiB; their hour block alone at ~210 MiB). A day of more stays in hour blocks
     max_job_profiles: int = 50_000
     fetch_concurrency: int = 8
     # Late profiles join a side block beside an hour's or a day's main block until they hold this share of
@@ -306,20 +312,25 @@ def _fetch(store: ObjectStore, blocks: Sequence[StoredBlock], concurrency: int) 
 def _write_bucket(store: ObjectStore, tenant: str, level: int, rows: ProfileRows,
                   readers: dict[str, BlockReader], written: list[str]) -> tuple[BlockRecord, ProfileRows]:
     """One new block with the given profiles, ordered by profile type, service, series and time (so a
-    query for one service reads few of its row groups)."""
+    query for one service reads few of its row groups). It is written to a temporary file a row group
+    at a time and stored from there (`compact_into`): what the job holds does not grow with the profiles'
+    entries."""
     ids, codes = np.unique(rows.block_id.astype(str), return_inverse=True)
     order = np.argsort(codes, kind="stable")
     rows, codes = rows.take(order), codes[order]
     bounds = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1], True])
     parts = [(readers[ids[codes[lo]]], rows.row[lo:hi]) for lo, hi in zip(bounds[:-1], bounds[1:])]
     placement = series_order(parts)
-    data = compact(parts, placement)
     rows = rows.take(placement)
     new_id = str(ULID())
     lo, hi = int(rows.time.min()), int(rows.time.max())
-    record = BlockRecord(new_id, tenant, block_key(tenant, level, lo, new_id), lo, hi, level, len(data), len(rows))
-    written.append(record.key)  # before the upload: a failed upload may still leave a partial object
-    store.put(record.key, data)
+    with tempfile.SpooledTemporaryFile(max_size=SPOOLED_BLOCK_BYTES, prefix="flamewatch-block-") as file:
+        compact_into(file, parts, placement)
+        size = file.tell()
+        record = BlockRecord(new_id, tenant, block_key(tenant, level, lo, new_id), lo, hi, level, size, len(rows))
+        written.append(record.key)  # before the upload: a failed upload may still leave a partial object
+        file.seek(0)
+        store.put_file(record.key, file, size)
     placed = ProfileRows(rows.series_id, rows.time, np.full(len(rows), new_id),
                          np.arange(len(rows), dtype=np.int64), rows.total, rows.content_hash)
     return record, placed

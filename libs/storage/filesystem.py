@@ -12,8 +12,9 @@ import contextlib
 import errno
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from flamewatch.storage.errors import ObjectNotFound, StorageError, StorageFull
 from flamewatch.storage.objstore import FilesystemConfig, ObjectInfo, check_key, check_prefix
@@ -35,11 +36,17 @@ class FilesystemObjectStore:
         return cls(config.directory)
 
     def put(self, key: str, data: bytes) -> None:
+        self._put(key, lambda file: file.write(data))
+
+    def put_file(self, key: str, file: BinaryIO, size: int) -> None:
+        self._put(key, lambda out: _copy(file, out, size))
+
+    def _put(self, key: str, write: Callable[[BinaryIO], object]) -> None:
         path = self._path(key)
         with _storage_errors(f"cannot write object {key}", full=f"object directory {self._root} is full"):
             fd, temp = self._create_temp(path)
             try:
-                _write_all(fd, data)
+                _write_all(fd, write)
                 os.replace(temp, path)
             except BaseException:
                 with contextlib.suppress(OSError):
@@ -157,11 +164,22 @@ def _mkstemp(folder: Path) -> tuple[int, str]:
     return fd, temp
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def _write_all(fd: int, write: Callable[[BinaryIO], object]) -> None:
     with open(fd, "wb", closefd=True) as file:
-        file.write(data)
+        write(file)
         file.flush()
         os.fsync(file.fileno())
+
+
+def _copy(source: BinaryIO, out: BinaryIO, size: int) -> None:
+    """`size` bytes from `source` to `out`, a MiB at a time."""
+    left = size
+    while left > 0:
+        piece = source.read(min(left, 1 << 20))
+        if not piece:
+            raise StorageError(f"the file to store ended {left} bytes short of its {size}")
+        out.write(piece)
+        left -= len(piece)
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 from flamewatch.storage.errors import StorageConfigError, StorageError
 
@@ -48,6 +48,10 @@ class ObjectStore(Protocol):
 
     def put(self, key: str, data: bytes) -> None:
         """Store `data` under `key`, replacing any object; atomic: readers see all of it or none."""
+
+    def put_file(self, key: str, file: BinaryIO, size: int) -> None:
+        """`put` the `size` bytes `file` holds from its position, read a piece at a time: a compacted
+        block need not be in memory whole to be stored."""
 
     def get(self, key: str) -> bytes:
         """The object's bytes; `ObjectNotFound` if there is none."""

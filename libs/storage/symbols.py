@@ -10,8 +10,9 @@ sets went. Frames are numbered so that a location's lines are consecutive, inner
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from itertools import islice
 
 import numpy as np
 import pyarrow as pa
@@ -112,6 +113,31 @@ def profiles_part(ps: Sequence[Profile]) -> SymbolPart:
     )
 
 
+def stored_part(strings: np.ndarray, functions: np.ndarray, mappings: np.ndarray, frames: dict[str, np.ndarray],
+                labels: dict[str, np.ndarray]) -> SymbolPart:
+    """Symbols kept as a block keeps them, as a part: `functions` and `mappings` as `SymbolPart` has them,
+    `frames` one row per frame (function, line, column, address, mapping, location: a location's frames
+    consecutive, locations in order) and `labels` one row per label (set, key, str, num, unit)."""
+    fr, lb = frames, labels
+    n_locations = int(fr["location"].max(initial=-1)) + 1
+    first = np.searchsorted(fr["location"], np.arange(n_locations))
+    has_line = fr["function"] >= 0
+    line_counts = np.bincount(fr["location"][has_line], minlength=n_locations)
+    return SymbolPart(
+        strings=strings, functions=functions, mappings=mappings,
+        loc_address=fr["address"][first].view(np.int64),
+        loc_mapping=fr["mapping"][first],
+        line_offsets=np.concatenate([[0], np.cumsum(line_counts)]).astype(np.int64),
+        line_function=fr["function"][has_line],
+        line_line=fr["line"][has_line],
+        line_column=fr["column"][has_line],
+        frame_location=fr["location"],
+        frame_line=np.arange(len(fr["location"])) - first[fr["location"]],
+        label_set=lb["set"], label_key=lb["key"], label_str=lb["str"], label_num=lb["num"], label_unit=lb["unit"],
+        n_label_sets=int(lb["set"].max(initial=0)),
+    )
+
+
 def sample_frames(p: Profile) -> tuple[np.ndarray, np.ndarray]:
     """Each sample's stack as frames of `profile_part(p)`, leaf first: (offsets [n + 1], frames)."""
     return samples_frames([p])
@@ -189,6 +215,30 @@ def merge_symbols(parts: list[SymbolPart]) -> Symbols:
     frames, frame_maps = _merge_locations(parts, fn_maps, mp_maps)
     labels, label_maps = _merge_label_sets(parts, string_maps)
     return Symbols(strings, functions, mappings, frames, labels, frame_maps, label_maps)
+
+
+def merge_symbols_in_batches(parts: Iterable[SymbolPart], batch: int) -> Symbols:
+    """`merge_symbols` of many parts taken `batch` at a time, each batch merged with what the ones before
+    made, so only one batch of parts is held at once. The result is the same: strings keep the order they
+    first appear in and every other table is sorted, whichever merge met them first."""
+    merged: Symbols | None = None
+    frame_maps: list[np.ndarray] = []
+    set_maps: list[np.ndarray] = []
+    parts = iter(parts)
+    while chunk := list(islice(parts, batch)):
+        head = [] if merged is None else [stored_part(merged.strings, merged.functions, merged.mappings,
+                                                      merged.frames, merged.labels)]
+        step = merge_symbols(head + chunk)
+        del chunk
+        if merged is not None:
+            frame_maps = [step.frame_maps[0][m] for m in frame_maps]
+            set_maps = [step.label_set_maps[0][m] for m in set_maps]
+        frame_maps += step.frame_maps[len(head):]
+        set_maps += step.label_set_maps[len(head):]
+        merged = step
+    if merged is None:
+        return merge_symbols([])
+    return replace(merged, frame_maps=frame_maps, label_set_maps=set_maps)
 
 
 def _merge_strings(parts: list[SymbolPart]) -> tuple[np.ndarray, list[np.ndarray]]:

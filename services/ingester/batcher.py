@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from flamewatch.ratelimitedlog import RateLimitedLog
-from flamewatch.storage.block import BlockEntry
+from flamewatch.storage.blockwrite import BlockEntry
 from flamewatch.storage.errors import StorageUnavailable
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ from flamewatch.ingester.config import IngestLimits
 from flamewatch.labels.labelset import fingerprint, validate_labels
 from flamewatch.labels.names import DEFAULT_SERVICE, NAME_LABEL, SERVICE_LABEL, TYPE_LABEL
 from flamewatch.pprof import InvalidProfile, LimitExceeded, decode, decompress, split, validate
-from flamewatch.storage.block import BlockEntry
+from flamewatch.storage.blockwrite import BlockEntry
 
 _INT64_MAX = (1 << 63) - 1
 

@@ -40,7 +40,7 @@ from flamewatch.rpc.errors import RateLimited
 from flamewatch.rpc.grpc_server import handled
 from flamewatch.rpc.labelpairs import labels_of_pairs
 from flamewatch.rpc.openapi import ERROR_RESPONSES
-from flamewatch.storage.block import BlockEntry
+from flamewatch.storage.blockwrite import BlockEntry
 from flamewatch.storage.index import twin_times
 from flamewatch.storage.objstore import ObjectStore
 from flamewatch.storage.postgres import Database

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from ulid import ULID
 
-from flamewatch.storage.block import BlockEntry, write_block
+from flamewatch.storage.blockwrite import BlockEntry, write_block
 from flamewatch.storage.index import BlockRecord, IndexEntry, KnownSeries, commit_block, stored_profiles
 from flamewatch.storage.keys import LEVEL_FLUSH, block_key
 from flamewatch.storage.objstore import ObjectStore

@@ -26,7 +26,7 @@ from prometheus_client import Gauge
 
 from flamewatch.querier.paths import PathIndex
 from flamewatch.querier.symbolization import QuerySymbols
-from flamewatch.storage.block import BlockReader
+from flamewatch.storage.blockread import BlockReader
 from flamewatch.storage.errors import BlocksMissing, ObjectNotFound
 
 # A block's symbols and stack tree, parsed, take a few times its compressed size; the profile entries

@@ -19,7 +19,7 @@ from flamewatch.querier.calltree import CallTree
 from flamewatch.querier.formats.pprof import NO_NAMES, Header, Named
 from flamewatch.querier.selection import Filter
 from flamewatch.querier.symbolization import QuerySymbols, gathered_chains
-from flamewatch.storage.block import BlockReader
+from flamewatch.storage.blockread import BlockReader
 from flamewatch.storage.frames import run_codes
 from flamewatch.storage.gather import Gathered, from_blocks
 

@@ -33,7 +33,7 @@ import numpy as np
 
 from flamewatch.buildid import is_build_id, is_file_name
 from flamewatch.pprof.wire import expand_ranges
-from flamewatch.storage.block import BlockReader
+from flamewatch.storage.blockread import BlockReader
 from flamewatch.storage.postgres import Database
 from flamewatch.storage.symbols import Symbols
 

@@ -18,7 +18,7 @@ from flamewatch.querier.blocks import BlockCache
 from flamewatch.querier.calltree import CallTree
 from flamewatch.querier.engine import merge_blocks
 from flamewatch.querier.paths import PathIndex
-from flamewatch.storage.block import write_block
+from flamewatch.storage.blockwrite import write_block
 from flamewatch.storage.filesystem import FilesystemObjectStore
 
 

@@ -19,7 +19,7 @@ from flamewatch.querier.engine import Querier
 from flamewatch.querier.formats import renderer
 from flamewatch.querier.paths import PathIndex
 from flamewatch.storage import compaction, index
-from flamewatch.storage.block import write_block
+from flamewatch.storage.blockwrite import write_block
 from flamewatch.storage.compaction import compact_tenant, tenant_lock
 from flamewatch.storage.index import BlockRecord, IndexEntry
 from flamewatch.storage.objstore import FilesystemConfig, ObjectStore, open_object_store

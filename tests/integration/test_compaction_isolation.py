@@ -21,7 +21,7 @@ from flamewatch.ingester.compactor import Maintenance
 from flamewatch.ingester.config import IngestLimits, MaintenanceConfig
 from flamewatch.ingester.prepare import prepare
 from flamewatch.storage import compaction, index
-from flamewatch.storage.block import write_block
+from flamewatch.storage.blockwrite import write_block
 from flamewatch.storage.compaction import CompactionConfig
 from flamewatch.storage.errors import StorageFull
 from flamewatch.storage.index import BlockRecord, IndexEntry
@@ -134,15 +134,15 @@ def test_a_store_failure_mid_job_ends_the_round_and_deletes_what_the_job_wrote(d
     for i, t in enumerate([BASE + 5 * MIN, BASE + HOUR + 5 * MIN, BASE + 2 * HOUR + 5 * MIN]):
         stored_block(db, store, "a", go_profiles["cpu"], [t], "0" * 25 + str(i))
     before = object_keys(store)
-    put, puts = store.put, []
+    put, puts = store.put_file, []
 
-    def full_after_two(key: str, data: bytes) -> None:
+    def full_after_two(key: str, file, size: int) -> None:
         puts.append(key)
         if len(puts) > 2:
             raise StorageFull("no space left on device")
-        put(key, data)
+        put(key, file, size)
 
-    monkeypatch.setattr(store, "put", full_after_two)
+    monkeypatch.setattr(store, "put_file", full_after_two)
     with pytest.raises(StorageFull):
         compaction.compact_tenant(db, store, "a", NOW)
     assert len(puts) == 3  # one job of three hours: two hour blocks written, the third refused

@@ -21,7 +21,8 @@ from flamewatch.api.perftools.profiles import profile_pb2
 from flamewatch.ingester.config import IngestLimits
 from flamewatch.ingester.prepare import prepare
 from flamewatch.pprof import Profile, decode, encode, profile_name, validate
-from flamewatch.storage.block import BlockReader, write_block
+from flamewatch.storage.blockread import BlockReader
+from flamewatch.storage.blockwrite import write_block
 from flamewatch.storage.symbols import profile_part, sample_frames
 
 pytestmark = pytest.mark.go

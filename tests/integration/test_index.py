@@ -174,7 +174,8 @@ def test_a_series_row_changes_once_an_hour_not_on_every_block(db: Database) -> N
 
 def _seen(db: Database, fingerprint: int) -> tuple[int, int]:
     with db.connection() as conn:
-        return conn.execute("SELECT first_seen, last_seen FROM series WHERE fingerprint = %s", (fingerprint,)).fetchone()
+        return conn.execute("SELECT first_seen, last_seen FROM series WHERE fingerprint = %s",
+                            (fingerprint,)).fetchone()
 
 
 def test_a_flush_of_series_known_within_their_hours_does_not_write_them_again(db: Database) -> None:

@@ -22,7 +22,7 @@ from flamewatch.querier.blocks import BlockCache
 from flamewatch.querier.formats.pprof import render_pprof
 from flamewatch.querier.merging import Rows, gather_rows
 from flamewatch.querier.paths import PathIndex
-from flamewatch.storage.block import write_block
+from flamewatch.storage.blockwrite import write_block
 from flamewatch.storage.filesystem import FilesystemObjectStore
 
 pytestmark = pytest.mark.go

@@ -13,7 +13,8 @@ from infra import native
 
 from flamewatch.pprof import decode, split, validate
 from flamewatch.querier.symbolization import ObjectAddresses, ObjectAnswer, Symbolization
-from flamewatch.storage.block import BlockEntry, BlockReader, write_block
+from flamewatch.storage.blockread import BlockReader
+from flamewatch.storage.blockwrite import BlockEntry, write_block
 from flamewatch.storage.filesystem import FilesystemObjectStore
 from flamewatch.storage.objstore import FilesystemConfig
 from flamewatch.symbolizer.config import SymbolizerConfig

@@ -6,6 +6,7 @@ held to the same assertions. The S3-only tests take MinIO away mid-use and check
 """
 
 import contextlib
+import os
 import threading
 import time
 import uuid
@@ -50,6 +51,20 @@ def test_put_then_get_returns_the_bytes(store: ObjectStore) -> None:
     store.put("t1/empty", b"")
     assert store.get("t1/blocks/0/2024/01/02/a.parquet") == b"\x00block\xff"
     assert store.get("t1/empty") == b""
+
+
+def test_put_file_stores_the_bytes_from_the_file_position(store: ObjectStore, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("flamewatch.storage.s3._FILE_PART_BYTES", 5 << 20)  # the smallest part S3 takes
+    body = os.urandom(11 << 20)  # three parts on S3
+    with (tmp_path / "block").open("w+b") as file:
+        file.write(b"skipped" + body + b"after")
+        file.seek(len(b"skipped"))
+        store.put_file("t1/blocks/1/a.parquet", file, len(body))
+        file.seek(0)
+        store.put_file("t1/small", file, 7)
+    assert store.get("t1/blocks/1/a.parquet") == body
+    assert store.get("t1/small") == b"skipped"
 
 
 def test_put_replaces_an_existing_object(store: ObjectStore) -> None:

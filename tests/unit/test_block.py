@@ -18,7 +18,8 @@ from infra.stringtable import interner
 
 from flamewatch.api.perftools.profiles import profile_pb2 as pb
 from flamewatch.pprof import TypedProfile, decode, split, validate
-from flamewatch.storage.block import BlockEntry, BlockReader, write_block
+from flamewatch.storage.blockread import BlockReader
+from flamewatch.storage.blockwrite import BlockEntry, write_block
 
 FILE = "app.go"
 MAPPING_START, MAPPING_LIMIT = 0x400000, 0x4000000

@@ -13,7 +13,7 @@ from test_block_v2 import _many_profiles
 from flamewatch.querier.blocks import BlockCache, LoadedBlock
 from flamewatch.querier.merging import Rows, merge_blocks, used_sample_labels
 from flamewatch.querier.paths import PathIndex
-from flamewatch.storage.block import write_block
+from flamewatch.storage.blockwrite import write_block
 from flamewatch.storage.errors import BlocksMissing
 from flamewatch.storage.filesystem import FilesystemObjectStore
 

@@ -18,7 +18,9 @@ from infra.stringtable import interner
 from test_block import build, entry, paths, typed
 
 from flamewatch.api.perftools.profiles import profile_pb2 as pb
-from flamewatch.storage.block import FORMAT_VERSION, BlockEntry, BlockReader, compact, series_order, write_block
+from flamewatch.storage.blockformat import FORMAT_VERSION
+from flamewatch.storage.blockread import BlockReader
+from flamewatch.storage.blockwrite import BlockEntry, compact, series_order, write_block
 
 TESTDATA = Path(__file__).parent / "testdata" / "block"
 
@@ -264,7 +266,7 @@ def _many_profiles(n: int) -> list[BlockEntry]:
 def test_profiles_are_split_into_row_groups_and_any_rows_read_as_from_one_group(monkeypatch):
     entries = _many_profiles(40)
     whole = BlockReader(write_block(entries))
-    monkeypatch.setattr("flamewatch.storage.block.PROFILE_GROUP_ENTRIES", 8)
+    monkeypatch.setattr("flamewatch.storage.blockwrite.PROFILE_GROUP_ENTRIES", 8)
     split = BlockReader(write_block(entries))
     assert len(whole._sections["profiles"]) == 1
     assert len(split._sections["profiles"]) > 5
@@ -280,7 +282,7 @@ def test_profiles_are_split_into_row_groups_and_any_rows_read_as_from_one_group(
 
 
 def test_a_query_decodes_only_the_row_groups_holding_its_rows(monkeypatch):
-    monkeypatch.setattr("flamewatch.storage.block.PROFILE_GROUP_ENTRIES", 8)
+    monkeypatch.setattr("flamewatch.storage.blockwrite.PROFILE_GROUP_ENTRIES", 8)
     reader = BlockReader(write_block(_many_profiles(40)))
     reader.sample_entries(np.array([0, 1]))
     assert set(reader.__dict__["_lists"]) == {0}
@@ -303,12 +305,12 @@ def test_compaction_can_order_rows_by_type_service_series_and_time():
 
 
 def test_runs_of_consecutive_rows_read_as_picked_rows_do(monkeypatch):
-    monkeypatch.setattr("flamewatch.storage.block.PROFILE_GROUP_ENTRIES", 16)
+    monkeypatch.setattr("flamewatch.storage.blockwrite.PROFILE_GROUP_ENTRIES", 16)
     reader = BlockReader(write_block(_many_profiles(40)))
     rows = np.r_[np.arange(3, 25), np.arange(30, 40), [7]].astype(np.int64)
     weights = np.linspace(1, 2, len(rows))
     as_runs = [reader.sample_entries(rows, w) for w in (None, weights)]
-    monkeypatch.setattr("flamewatch.storage.block._MIN_ROWS_PER_RUN", 10**9)
+    monkeypatch.setattr("flamewatch.storage.blockread._MIN_ROWS_PER_RUN", 10**9)
     picked = [reader.sample_entries(rows, w) for w in (None, weights)]
     for a, b in zip(as_runs, picked):
         assert [c.tolist() for c in a] == [c.tolist() for c in b]

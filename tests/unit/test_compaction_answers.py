@@ -13,7 +13,8 @@ from flamewatch.querier.formats import RENDERERS
 from flamewatch.querier.formats.pprof import render_pprof
 from flamewatch.querier.merging import Rows, gather_rows
 from flamewatch.querier.paths import PathIndex
-from flamewatch.storage.block import BlockReader, compact
+from flamewatch.storage.blockread import BlockReader
+from flamewatch.storage.blockwrite import compact
 from flamewatch.storage.filesystem import FilesystemObjectStore
 
 ALL = [(0, [0, 1]), (1, [0, 1]), (2, [0, 1, 2])]  # (input block, rows): compacted rows 0..6 in this order

@@ -15,7 +15,8 @@ from flamewatch.storage.objstore import FilesystemConfig, open_object_store
 
 SERVICE_STACK = ("numpy", "pyarrow", "psycopg", "httpx", "fastapi", "grpc", "kubernetes", "minio", "symbolic")
 STORAGE_AND_OTHER_SERVICES = ("psycopg", "psycopg_pool", "pyarrow.parquet", "kubernetes", "minio", "symbolic",
-                              "flamewatch.storage.postgres", "flamewatch.storage.block", "flamewatch.querier.engine",
+                              "flamewatch.storage.postgres", "flamewatch.storage.blockread",
+                              "flamewatch.storage.blockwrite", "flamewatch.querier.engine",
                               "flamewatch.ingester.service", "flamewatch.symbolizer.service")
 # (the services' config modules are light: the command line reads its flags' defaults from them)
 

@@ -1,0 +1,313 @@
+"""Reading blocks (the format is `blockformat`'s): `BlockReader` decodes a block's sections lazily and
+keeps what it decoded, a profile row group's entries only until told to let go of them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from functools import cached_property
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from flamewatch.pprof.wire import expand_ranges
+from flamewatch.storage.blockformat import META_KEY, PROFILE_COLUMNS, READABLE_VERSIONS, SCHEMA, SECTION_PREFIXES
+from flamewatch.storage.framenames import frame_line_names, frame_names, frame_table
+from flamewatch.storage.frames import forest_depths
+from flamewatch.storage.symbols import SymbolPart, stored_part
+
+# What the parsed parquet footer of an open block holds in C++ memory that no Python figure shows: per column
+# (its schema) and per column chunk (row group x column). Measured from 2 to 14 row groups of 36 columns:
+# about 48 KB + 750 B a chunk, so a flush block of one group holds ~75 KB, a dozen times its file.
+FOOTER_BYTES_PER_COLUMN = 1400
+FOOTER_BYTES_PER_CHUNK = 800
+
+# Rows are read as runs of consecutive rows when the runs average at least this many rows: a run is one
+# slice copy (a Python step), while picking entries costs an index per entry.
+_MIN_ROWS_PER_RUN = 4
+
+
+def _taker(offsets: np.ndarray, rows: np.ndarray, counts: np.ndarray):
+    """A function giving an entry column's values for the rows, in row order. Runs of consecutive rows
+    (compacted blocks keep a series' profiles together) are copied as slices, else entries are picked."""
+    breaks = np.flatnonzero(np.diff(rows) != 1) + 1
+    if len(rows) < _MIN_ROWS_PER_RUN * (len(breaks) + 1):
+        picked = expand_ranges(offsets[rows], counts)
+        return lambda column: column[picked]
+    first, last = rows[np.r_[0, breaks]], rows[np.r_[breaks - 1, len(rows) - 1]]
+    spans = list(zip(offsets[first].tolist(), offsets[last + 1].tolist()))  # one step per run, not per row
+    return lambda column: np.concatenate([column[lo:hi] for lo, hi in spans]) if spans else column[:0]
+
+
+class BlockReader:
+    """Lazy, cached access to the sections of one block held in memory."""
+
+    def __init__(self, data: bytes):
+        self.nbytes = len(data)
+        self._file = pq.ParquetFile(pa.BufferReader(data))
+        meta = json.loads((self._file.metadata.metadata or {}).get(META_KEY, b"null"))
+        if meta["version"] not in READABLE_VERSIONS:
+            raise ValueError(f"unsupported block format version {meta['version']}; this build reads versions "
+                             f"{', '.join(map(str, READABLE_VERSIONS))}")
+        self.version: int = meta["version"]
+        self._sections: dict[str, list[int]] = meta["sections"]
+        self._rows: dict[str, list[int]] = meta.get("rows", {})  # version 3: a shared group's runs
+
+    def _read(self, section: str, columns: list[str]) -> pa.Table:
+        groups = self._sections.get(section, [])
+        if not groups:
+            return pa.Table.from_arrays([pa.array([], SCHEMA.field(c).type) for c in columns], names=columns)
+        tables = self.__dict__.get("_section_tables")  # while the symbols are decoded (`symbol_part`)
+        if tables is None:
+            return self._own_rows(section, self._file.read_row_groups(groups, columns=columns))
+        if section not in tables:
+            prefix = SECTION_PREFIXES[section]
+            tables[section] = self._own_rows(section, self._file.read_row_groups(
+                groups, columns=[c for c in self._file.schema_arrow.names if c.startswith(prefix)]))
+        return tables[section].select(columns)
+
+    def _own_rows(self, section: str, table: pa.Table) -> pa.Table:
+        """The section's rows of a table read from its group(s), which it may share (version 3)."""
+        if section not in self._rows:
+            return table
+        start, stop = self._rows[section]
+        return table.slice(start, stop - start)
+
+    def _section_length(self, section: str) -> int:
+        if section in self._rows:
+            start, stop = self._rows[section]
+            return stop - start
+        return sum(self._file.metadata.row_group(g).num_rows for g in self._sections.get(section, []))
+
+    def _numpy(self, section: str, column: str) -> np.ndarray:
+        return self._read(section, [column]).column(0).to_numpy()
+
+    def _ints(self, section: str, column: str, v1_default: int | None = None, rows: int = 0) -> np.ndarray:
+        """An integer column as int64; a column version 1 lacks is `v1_default` in every row."""
+        if self.version == 1 and v1_default is not None:
+            return np.full(rows, v1_default, np.int64)
+        return self._numpy(section, column).astype(np.int64)
+
+    @cached_property
+    def strings(self) -> np.ndarray:
+        return self._read("strings", ["string"]).column(0).to_numpy(zero_copy_only=False)
+
+    @cached_property
+    def node_parent(self) -> np.ndarray:
+        return self._numpy("stacks", "node_parent").astype(np.int64)
+
+    @cached_property
+    def node_location(self) -> np.ndarray:
+        """The frame (a row of the locations section) of each stack node; -1 for the root."""
+        return self._numpy("stacks", "node_location").astype(np.int64)
+
+    @cached_property
+    def profiles(self) -> pa.Table:
+        """One row per profile: series, type, time, duration, period, total and content hash."""
+        if self.version >= 2:
+            return self._own_copy("profiles", self._read("profiles", list(PROFILE_COLUMNS)))
+        table = self._read("profiles", list(PROFILE_COLUMNS[:-1]))
+        return table.append_column("content_hash", pa.array(np.zeros(table.num_rows, np.int64)))
+
+    def _own_copy(self, section: str, table: pa.Table) -> pa.Table:
+        """A section's rows read from a shared group, copied: a slice would keep every column as long as
+        the whole group, symbol rows included (in a flush block of 48 profiles, ~350 KB instead of ~5 KB)."""
+        if section not in self._rows:
+            return table
+        return pa.Table.from_arrays([pa.concat_arrays(c.chunks) for c in table.columns], names=table.column_names)
+
+    @cached_property
+    def _group_starts(self) -> np.ndarray:
+        """The first profile row of each row group of the profiles section, and the row count last."""
+        counts = [self._section_length("profiles")] if "profiles" in self._rows else \
+            [self._file.metadata.row_group(g).num_rows for g in self._sections.get("profiles", [])]
+        return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+
+    def _group_lists(self, group: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(entry offsets, nodes, label sets, values) of one row group of profiles, decoded on first use
+        and kept (nodes and label sets as they are stored, int32)."""
+        cache = self.__dict__.setdefault("_lists", {})
+        if group not in cache:
+            names = ["nodes", "values"] if self.version == 1 else ["nodes", "values", "labelsets"]
+            table = self._own_rows("profiles", self._file.read_row_group(self._sections["profiles"][group],
+                                                                         columns=names)).combine_chunks()
+            nodes = table.column(0).chunk(0)
+            offsets = nodes.offsets.to_numpy().astype(np.int64)
+            sets = (table.column(2).chunk(0).flatten().to_numpy() if self.version >= 2
+                    else np.zeros(offsets[-1] - offsets[0], np.int32))
+            cache[group] = (offsets - offsets[0], nodes.flatten().to_numpy(), sets,
+                            table.column(1).chunk(0).flatten().to_numpy())
+        return cache[group]
+
+    def release_entries(self) -> None:
+        """Let go of the profile entries decoded so far (they are decoded again if asked for)."""
+        self.__dict__.pop("_lists", None)
+
+    def release_symbols(self) -> None:
+        """Let go of the decoded symbols and what was made of them (decoded again if asked for):
+        compaction merges each block's symbols once."""
+        for name in ("strings", "frames", "functions", "mappings", "label_sets", "symbol_part", "_label_values",
+                     "location_names", "node_names", "location_line_names"):
+            self.__dict__.pop(name, None)
+
+    def release_stacks(self) -> None:
+        """Let go of the decoded stack tree (decoded again if asked for)."""
+        for name in ("node_parent", "node_location", "node_depth", "node_names"):
+            self.__dict__.pop(name, None)
+
+    @property
+    def footer_bytes(self) -> int:
+        """Memory the parsed footer (parquet metadata) takes while this reader is open."""
+        meta = self._file.metadata
+        return meta.num_columns * (FOOTER_BYTES_PER_COLUMN + meta.num_row_groups * FOOTER_BYTES_PER_CHUNK)
+
+    @property
+    def decoded_bytes(self) -> int:
+        """Memory held by the profile entries decoded so far."""
+        decoded = tuple(self.__dict__.get("_lists", {}).values())  # a snapshot: queries may be adding to it
+        return sum(a.nbytes for lists in decoded for a in lists)
+
+    def entry_parts(self, rows: np.ndarray, weights: np.ndarray | None = None, *, owners: bool = True,
+                    label_sets: bool = True) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+        """`sample_entries` one row group at a time, so a caller that folds them keeps memory bounded;
+        owners or label sets not asked for are None (a merge needs neither)."""
+        rows = np.asarray(rows, np.int64)
+        group = np.searchsorted(self._group_starts, rows, side="right") - 1
+        order = np.argsort(group, kind="stable")
+        bounds = np.flatnonzero(np.r_[True, group[order][1:] != group[order][:-1], True]) if len(rows) else [0]
+        for lo, hi in zip(bounds[:-1], bounds[1:]):
+            yield self._group_entries(int(group[order[lo]]), order[lo:hi], rows, weights, owners, label_sets)
+
+    def sample_entries(self, rows: np.ndarray, weights: np.ndarray | None = None
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(owner, stack node, label set, self value) of every entry of the given profile rows, where
+        owner is the entry's index into `rows`; values are float64 when weighted. Only the row groups
+        holding the rows are decoded."""
+        parts = list(self.entry_parts(rows, weights))
+        if not parts:
+            empty = np.zeros(0, np.int64)
+            return empty, empty, empty, np.zeros(0, np.int64 if weights is None else np.float64)
+        return tuple(np.concatenate(c) if len(parts) > 1 else c[0] for c in zip(*parts))  # type: ignore[return-value]
+
+    def _group_entries(self, group: int, pick: np.ndarray, rows: np.ndarray, weights: np.ndarray | None,
+                       owners: bool = True, label_sets: bool = True):
+        offsets, nodes, sets, values = self._group_lists(group)
+        local = rows[pick] - self._group_starts[group]
+        counts = offsets[local + 1] - offsets[local]
+        take = _taker(offsets, local, counts)
+        owner = np.repeat(pick, counts) if owners else None
+        picked_sets = take(sets) if label_sets else None
+        if weights is None:
+            return owner, take(nodes), picked_sets, take(values)
+        return owner, take(nodes), picked_sets, take(values) * np.repeat(np.asarray(weights, np.float64)[pick], counts)
+
+    # -------------------------------------------------------------------------------------- symbols
+
+    @cached_property
+    def frames(self) -> dict[str, np.ndarray]:
+        """Per frame (row of the locations section): function row (-1: none), line, column, address
+        (uint64), mapping row (-1: none) and location id; a location's frames are consecutive."""
+        n = self._section_length("locations")
+        return {
+            "function": self._ints("locations", "location_function"),
+            "line": self._ints("locations", "location_line"),
+            "column": self._ints("locations", "location_column", 0, n),
+            "address": self._numpy("locations", "location_address").astype(np.uint64),
+            "mapping": self._ints("locations", "location_mapping"),
+            "location": self._ints("locations", "location_id") if self.version >= 2 else np.arange(n, dtype=np.int64),
+        }
+
+    @cached_property
+    def functions(self) -> dict[str, np.ndarray]:
+        """Per function: name, system_name, filename (string indices) and start_line."""
+        return {c: self._ints("functions", f"function_{c}") for c in ("name", "system_name", "filename", "start_line")}
+
+    @cached_property
+    def mappings(self) -> dict[str, np.ndarray]:
+        """Per mapping: filename, build_id (string indices), memory_start, memory_limit, file_offset
+        (uint64) and flags (bits: has_functions, has_filenames, has_line_numbers, has_inline_frames)."""
+        n = self._section_length("mappings")
+        out = {c: self._ints("mappings", f"mapping_{c}") for c in ("filename", "build_id")}
+        for c in ("memory_start", "memory_limit", "file_offset"):
+            out[c] = self._numpy("mappings", f"mapping_{c}").astype(np.uint64)
+        out["flags"] = self._ints("mappings", "mapping_flags", 0, n)
+        return out
+
+    @cached_property
+    def label_sets(self) -> dict[str, np.ndarray]:
+        """One row per label of each label set: set, key, str, unit (string indices) and num."""
+        if self.version == 1:
+            return {c: np.zeros(0, np.int64) for c in ("set", "key", "str", "num", "unit")}
+        return {c: self._ints("labels", f"label_{c}") for c in ("set", "key", "str", "num", "unit")}
+
+    @property
+    def n_label_sets(self) -> int:
+        """Label sets are 0 (no labels) to n_label_sets - 1."""
+        return int(self.label_sets["set"].max(initial=0)) + 1
+
+    def sample_label_values(self, name: str) -> np.ndarray:
+        """The value of sample label `name` in each label set ("" where absent); a numeric label is its
+        number as text. Cached per name: label sets never change."""
+        cache = self.__dict__.setdefault("_label_values", {})
+        if name not in cache:
+            lb, strings = self.label_sets, self.strings
+            values = np.full(self.n_label_sets, "", object)
+            rows = np.flatnonzero(strings[lb["key"]] == name) if len(lb["key"]) else np.zeros(0, np.int64)
+            text = strings[lb["str"][rows]]
+            numeric = text == ""
+            text[numeric] = lb["num"][rows][numeric].astype(str)
+            values[lb["set"][rows]] = text
+            cache[name] = values
+        return cache[name]
+
+    def sample_label_names(self, sets: np.ndarray) -> np.ndarray:
+        """The distinct sample label names used by the given label sets."""
+        lb = self.label_sets
+        used = np.isin(lb["set"], sets)
+        return np.unique(self.strings[np.unique(lb["key"][used])].astype(str))
+
+    @cached_property
+    def symbol_part(self) -> SymbolPart:
+        """This block's symbols as one part of a merge (see `symbols`). Each symbol section is read in
+        one call meanwhile, not one per column: compaction reads hundreds of small blocks, and a read's
+        fixed cost was a third of its CPU."""
+        self.__dict__["_section_tables"] = {}
+        try:
+            fr, fn, mp, lb = self.frames, self.functions, self.mappings, self.label_sets
+        finally:
+            self.__dict__.pop("_section_tables", None)
+        return stored_part(
+            self.strings, np.stack([fn["name"], fn["system_name"], fn["filename"], fn["start_line"]], axis=1),
+            np.stack([mp["filename"], mp["build_id"], mp["memory_start"].view(np.int64),
+                      mp["memory_limit"].view(np.int64), mp["file_offset"].view(np.int64), mp["flags"]], axis=1),
+            fr, lb)
+
+    @cached_property
+    def node_depth(self) -> np.ndarray:
+        """Depth of each node (the root is 0), computed once per block."""
+        return forest_depths(self.node_parent)
+
+    # -------------------------------------------------------------------------------------- names
+
+    @cached_property
+    def location_names(self) -> np.ndarray:
+        """Function name of each frame (see `framenames.frame_names`)."""
+        return frame_names(self.strings, self.frames, self.functions, self.mappings)
+
+    @cached_property
+    def node_names(self) -> np.ndarray:
+        """Function name per stack node (the root is "total")."""
+        names = np.empty(len(self.node_parent), object)
+        names[0] = "total"
+        names[1:] = self.location_names[self.node_location[1:]]
+        return names
+
+    @cached_property
+    def location_line_names(self) -> np.ndarray:
+        """Per frame, `function file:line` for line granularity; frames without a line keep their name."""
+        return frame_line_names(self.location_names, self.strings, self.frames, self.functions)
+
+    def location_table(self) -> dict[str, np.ndarray]:
+        """Per frame: function name, system name and file name strings, line, address."""
+        return frame_table(self.location_names, self.strings, self.frames, self.functions)

@@ -1,0 +1,254 @@
+"""Writing blocks (the format is `blockformat`'s): a flush block from typed profiles (`write_block`), and a
+new block from chosen rows of stored blocks (`compact`, ordered by `series_order`)."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import BinaryIO
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from flamewatch.pprof.profile_types import TypedProfile
+from flamewatch.storage.blockformat import FORMAT_VERSION, META_KEY, PROFILE_COLUMNS, SCHEMA
+from flamewatch.storage.blockread import BlockReader
+from flamewatch.storage.gather import from_profiles, stage_blocks
+from flamewatch.storage.symbols import Symbols
+
+# Entries per row group of the profiles section. Smaller groups mean less decoded per selective query
+# and a bigger footer (a few KiB per group).
+PROFILE_GROUP_ENTRIES = 1 << 17
+
+_DICTIONARY_COLUMNS = ("section", "series_labels", "profile_type")
+
+
+@dataclass(frozen=True, eq=False)
+class BlockEntry:
+    """One typed profile to store, with its series."""
+
+    labels: dict[str, str]
+    fingerprint: int
+    profile: TypedProfile
+    time_ns: int
+    duration_ns: int
+    content_hash: int = 0
+
+
+def write_block(entries: Sequence[BlockEntry]) -> bytes:
+    """Encode entries into block bytes; entry i is row i of the profiles section."""
+    sources: dict[int, object] = {}
+    owners: dict[int, list[int]] = {}
+    values: dict[int, list[np.ndarray]] = {}
+    for i, e in enumerate(entries):
+        key = id(e.profile.source)
+        sources.setdefault(key, e.profile.source)
+        owners.setdefault(key, []).append(i)
+        values.setdefault(key, []).append(e.profile.values)
+    g = from_profiles(list(sources.values()), list(owners.values()), list(values.values()))
+    sink = io.BytesIO()
+    block = _BlockFile(sink, _symbol_sections(g.symbols, g.node_parent, g.node_frame))
+    block.add_profiles(_entry_columns(entries), np.bincount(g.owner, minlength=g.n_profiles), g.node, g.label_set,
+                       g.value)
+    block.close()
+    return sink.getvalue()
+
+
+def compact(parts: Sequence[tuple[BlockReader, np.ndarray]], order: np.ndarray | None = None) -> bytes:
+    """`compact_into` a buffer: the new block's bytes."""
+    sink = io.BytesIO()
+    compact_into(sink, parts, order)
+    return sink.getvalue()
+
+
+def compact_into(sink: BinaryIO, parts: Sequence[tuple[BlockReader, np.ndarray]],
+                 order: np.ndarray | None = None) -> None:
+    """Write to `sink` a new block holding the given profile rows of the given blocks (any readable version);
+    symbols, label sets and stacks are de-duplicated across all of them and every per-profile column is
+    carried over. Row i of the new block is input row `order[i]`, counting the parts' rows one after
+    another (None: in the order given).
+
+    The rows are written a row group at a time: what is held at once besides the merged symbols and stack
+    tree is one group's entries, whatever the number of profiles (`gather.stage_blocks`)."""
+    profiles = _profile_table(parts)
+    order = np.arange(profiles.num_rows) if order is None else np.asarray(order, np.int64)
+    profiles = profiles.take(pa.array(order))
+    staged = stage_blocks([(r, np.asarray(rows, np.int64)) for r, rows in parts])
+    try:
+        block = _BlockFile(sink, _symbol_sections(staged.symbols, staged.node_parent, staged.node_frame))
+        # about one row group of entries at a time (a row's entries once merged are at most those stored)
+        bounds = np.searchsorted(np.cumsum(staged.row_entries[order]), np.arange(0, int(staged.row_entries.sum()),
+                                                                                  PROFILE_GROUP_ENTRIES), "right")
+        bounds = np.unique(np.r_[0, bounds, len(order)])
+        for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            columns = {c: profiles.column(c).slice(lo, hi - lo).combine_chunks() for c in PROFILE_COLUMNS}
+            block.add_profiles(columns, *staged.entries(order[lo:hi]))
+        block.close()
+    finally:
+        staged.close()
+
+
+def _profile_table(parts: Sequence[tuple[BlockReader, np.ndarray]]) -> pa.Table:
+    tables = [r.profiles.take(pa.array(np.asarray(rows, np.int64))) for r, rows in parts]
+    return pa.concat_tables(tables) if tables else pa.table({c: pa.array([], SCHEMA.field(c).type)
+                                                             for c in PROFILE_COLUMNS})
+
+
+def series_order(parts: Sequence[tuple[BlockReader, np.ndarray]]) -> np.ndarray:
+    """An order of the parts' rows (counted one after another) by profile type, service name, series
+    and time: the rows one service's query reads then lie together, in few row groups."""
+    table = _profile_table(parts)
+    if table.num_rows == 0:
+        return np.zeros(0, np.int64)
+    series, codes = np.unique(table.column("series_labels").to_numpy(zero_copy_only=False).astype(str),
+                              return_inverse=True)
+    service = np.array([json.loads(s).get("service_name", "") for s in series.tolist()])  # once per series
+    types = table.column("profile_type").to_numpy(zero_copy_only=False).astype(str)
+    keys = (table.column("time_ns").to_numpy(), codes.reshape(-1), service[codes.reshape(-1)], types)
+    return np.lexsort(keys)
+
+
+def _entry_columns(entries: Sequence[BlockEntry]) -> dict:
+    return {
+        "series_fingerprint": np.array([e.fingerprint for e in entries], np.int64),
+        "series_labels": pa.array([json.dumps(e.labels, sort_keys=True) for e in entries], pa.string()),
+        "profile_type": pa.array([e.profile.profile_type.id for e in entries], pa.string()),
+        "time_ns": np.array([e.time_ns for e in entries], np.int64),
+        "duration_ns": np.array([e.duration_ns for e in entries], np.int64),
+        "period": np.array([e.profile.source.period for e in entries], np.int64),
+        "total": np.array([e.profile.total for e in entries], np.int64),
+        "content_hash": np.array([e.content_hash for e in entries], np.int64),
+    }
+
+
+def _symbol_sections(sym: Symbols, node_parent: np.ndarray, node_frame: np.ndarray) -> dict[str, dict]:
+    fn, mp, fr, lb = sym.functions, sym.mappings, sym.frames, sym.labels
+    return {
+        "strings": {"string": pa.array(sym.strings, pa.string())},
+        "functions": {"function_name": fn[:, 0], "function_system_name": fn[:, 1], "function_filename": fn[:, 2],
+                      "function_start_line": fn[:, 3]},
+        "mappings": {"mapping_filename": mp[:, 0], "mapping_build_id": mp[:, 1],
+                     "mapping_memory_start": mp[:, 2].view(np.uint64), "mapping_memory_limit": mp[:, 3].view(np.uint64),
+                     "mapping_file_offset": mp[:, 4].view(np.uint64), "mapping_flags": mp[:, 5]},
+        "locations": {"location_function": fr["function"], "location_line": fr["line"],
+                      "location_column": fr["column"], "location_address": fr["address"].view(np.uint64),
+                      "location_mapping": fr["mapping"], "location_id": fr["location"]},
+        "labels": {"label_set": lb["set"], "label_key": lb["key"], "label_str": lb["str"], "label_num": lb["num"],
+                   "label_unit": lb["unit"]},
+        "stacks": {"node_parent": node_parent, "node_location": node_frame},
+    }
+
+
+class _BlockFile:
+    """A block written to a sink a row group at a time: the symbol sections (group 0) are given first, the
+    profiles then in order in as many calls as suit the caller (`add_profiles`); `close` writes the footer.
+
+    Profiles are cut into row groups of about PROFILE_GROUP_ENTRIES entries, a row belonging to the group
+    its first entry falls in. When all of them fit in one group they share group 0 with the symbols, so
+    the first group is held back until a second one begins."""
+
+    def __init__(self, sink: BinaryIO, symbol_sections: dict[str, dict]):
+        self._symbols = {name: _section_table(name, c, _length(c)) for name, c in symbol_sections.items() if _length(c)}
+        # No column statistics and no copy of the Arrow schema: in a block of a few profiles the footer,
+        # one entry per column per section, is most of the object. The Parquet types read back as SCHEMA's.
+        # Dictionaries only for the columns that repeat values: elsewhere (symbol strings, stack nodes,
+        # entry lists) they cost time and make blocks about a quarter larger than zstd alone.
+        self._writer = pq.ParquetWriter(sink, SCHEMA, compression="zstd", write_statistics=False, store_schema=False,
+                                        use_dictionary=list(_DICTIONARY_COLUMNS))
+        self._entries = 0  # entries added so far
+        self._group = -1  # the group (first entry // PROFILE_GROUP_ENTRIES) of the rows pending
+        self._pending: list[pa.Table] = []
+        self._held: pa.Table | None = None  # the first profile group, until a second one begins
+        self._profile_groups: list[int] = []
+        self._groups = 0
+
+    def add_profiles(self, columns: dict, counts: np.ndarray, node: np.ndarray, label_set: np.ndarray,
+                     value: np.ndarray) -> None:
+        """The next profiles: per-profile `columns` (PROFILE_COLUMNS), and each profile's `counts` entries
+        of (node, label set, value), profile after profile."""
+        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        table = _section_table("profiles", {**columns, **_entry_lists(offsets, node, label_set, value)}, len(counts))
+        group = (self._entries + offsets[:-1]) // PROFILE_GROUP_ENTRIES
+        self._entries += int(offsets[-1])
+        starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]]) if len(group) else np.zeros(0, np.int64)
+        for lo, hi in zip(starts.tolist(), np.r_[starts[1:], len(group)].tolist()):
+            if group[lo] != self._group and self._pending:
+                self._end_group()
+            self._group = int(group[lo])
+            self._pending.append(table.slice(lo, hi - lo))
+
+    def _end_group(self) -> None:
+        table = pa.concat_tables(self._pending).combine_chunks()
+        self._pending = []
+        if self._held is None and not self._profile_groups:
+            self._held = table
+            return
+        if self._held is not None:  # a second group: the symbols and the first go first
+            self._write(list(self._symbols.values()))
+            self._write_profiles(self._held)
+            self._held = None
+        self._write_profiles(table)
+
+    def _write(self, tables: list[pa.Table]) -> None:
+        if tables:
+            table = pa.concat_tables(tables)
+            self._writer.write_table(table, row_group_size=max(table.num_rows, 1))
+            self._groups += 1
+
+    def _write_profiles(self, table: pa.Table) -> None:
+        self._profile_groups.append(self._groups)
+        self._write([table])
+
+    def close(self) -> None:
+        if self._pending:
+            self._end_group()
+        tables = dict(self._symbols)
+        if self._held is not None:  # profiles that fit in one group share it with the symbols
+            tables["profiles"] = self._held
+        bounds = np.cumsum([0] + [t.num_rows for t in tables.values()]).tolist()
+        rows = {name: [start, stop] for name, start, stop in zip(tables, bounds[:-1], bounds[1:])}
+        layout: dict[str, list[int]] = {name: [0] for name in tables}
+        if self._held is not None or not self._profile_groups:
+            self._write(list(tables.values()))
+        else:
+            layout["profiles"] = self._profile_groups
+        meta = {META_KEY: json.dumps({"version": FORMAT_VERSION, "sections": layout, "rows": rows}).encode()}
+        self._writer.add_key_value_metadata(meta)
+        self._writer.close()
+
+
+def _length(columns: dict) -> int:
+    return len(next(iter(columns.values())))
+
+
+def _section_table(name: str, columns: dict, n: int) -> pa.Table:
+    arrays = []
+    for f in SCHEMA:
+        if f.name == "section":
+            arrays.append(pa.repeat(pa.scalar(name), n))  # no array of n Python or numpy strings
+        elif f.name in columns:
+            arrays.append(_arrow(columns[f.name], f.type))
+        else:
+            arrays.append(pa.nulls(n, f.type))
+    return pa.Table.from_arrays(arrays, schema=SCHEMA)
+
+
+def _entry_lists(offsets: np.ndarray, node: np.ndarray, label_set: np.ndarray, value: np.ndarray) -> dict:
+    offsets = pa.array(offsets.astype(np.int32))
+    return {"nodes": pa.ListArray.from_arrays(offsets, pa.array(node.astype(np.int32))),
+            "labelsets": pa.ListArray.from_arrays(offsets, pa.array(label_set.astype(np.int32))),
+            "values": pa.ListArray.from_arrays(offsets, pa.array(value.astype(np.int64)))}
+
+
+_NUMPY_TYPES = {pa.int32(): np.int32, pa.int64(): np.int64, pa.uint64(): np.uint64}
+
+
+def _arrow(column, arrow_type: pa.DataType) -> pa.Array:
+    if isinstance(column, pa.Array):
+        return column if column.type == arrow_type else column.cast(arrow_type)
+    if arrow_type in _NUMPY_TYPES:
+        return pa.array(np.asarray(column).astype(_NUMPY_TYPES[arrow_type], copy=False))
+    return pa.array(column, arrow_type)

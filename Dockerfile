@@ -26,6 +26,11 @@ COPY pyproject.toml ./
 RUN python3 -c "import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies'], sep='\n')" \
         > requirements.txt \
     && python3 -m pip wheel --no-cache-dir --disable-pip-version-check --wheel-dir /wheels -r requirements.txt
+# The pprof reader is Rust (libs/pprof/reader): Debian's rustc and cargo build it from its Cargo.lock, whose
+# crates are pinned to versions that still build with bookworm's rustc 1.63. Only this stage has them.
+RUN apt-get update \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends cargo rustc \
+    && rm -rf /var/lib/apt/lists/*
 COPY libs/ libs/
 COPY services/ services/
 COPY --from=ui /src/services/frontend/ui/dist/ services/frontend/ui/dist/

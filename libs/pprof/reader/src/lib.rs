@@ -54,7 +54,7 @@ impl From<Refusal> for PyErr {
 fn decode(data: &[u8]) -> Result<(Envelope, Columns), Refusal> {
     let env = envelope::read(data)?;
     env.check()?;
-    let columns = Columns::read(data, &env)?;
+    let columns = Columns::read(data, &env).map_err(|refusal| *refusal)?;
     Ok((env, columns))
 }
 

@@ -10,6 +10,9 @@ use crate::envelope::{Envelope, Span};
 use crate::wire::{Cursor, VarintError, MAX_FIELD_NUMBER, WIRE_LEN, WIRE_VARINT};
 use crate::Refusal;
 
+/// A refusal, boxed so that a Result of a varint stays two registers wide on the hot path.
+type Fail = Box<Refusal>;
+
 /// Every column of the tables, 64-bit values (signed ones as their bits) and booleans as bytes.
 #[derive(Debug, Default)]
 pub struct Columns {
@@ -35,7 +38,7 @@ pub struct Columns {
 
 impl Columns {
     /// Decode the tables the envelope found; `k` is the number of sample types each sample must match.
-    pub fn read(buf: &[u8], env: &Envelope) -> Result<Columns, Refusal> {
+    pub fn read(buf: &[u8], env: &Envelope) -> Result<Columns, Fail> {
         let mut cols = Columns::default();
         let k = env.sample_types.len() / 2;
         let table = Table::new(buf, "sample", &env.samples);
@@ -65,17 +68,29 @@ impl Columns {
     }
 }
 
+/// Why the field just read cannot be read on: in this order, as pprof's tools check.
+#[cold]
+fn bad_field(c: &Cursor, what: &str, number: u64, wire: u64) -> Fail {
+    malformed(if c.at_end() {
+        format!("{what}: a field has no value (truncated message)")
+    } else if number == 0 || number > MAX_FIELD_NUMBER {
+        format!("{what}: field number {number} is outside 1..{MAX_FIELD_NUMBER}")
+    } else {
+        format!("{what}: field {number} has unsupported wire type {wire}")
+    })
+}
+
 fn push_all(columns: &mut [Vec<u64>], values: &[u64]) {
     for (column, value) in columns.iter_mut().zip(values) {
         column.push(*value);
     }
 }
 
-fn malformed(message: String) -> Refusal {
-    Refusal::Malformed(message)
+fn malformed(message: String) -> Fail {
+    Box::new(Refusal::Malformed(message))
 }
 
-fn mismatch(what: &str, number: u64, wire: u64, expected: u64) -> Refusal {
+fn mismatch(what: &str, number: u64, wire: u64, expected: u64) -> Fail {
     malformed(format!("{what}: field {number} has wire type {wire}, but pprof's field {number} has wire type {expected}"))
 }
 
@@ -96,7 +111,7 @@ impl<'a> Table<'a> {
         Cursor::new(self.buf, span.0, span.1)
     }
 
-    fn sample(&self, cols: &mut Columns, span: Span, index: usize, k: usize) -> Result<(), Refusal> {
+    fn sample(&self, cols: &mut Columns, span: Span, index: usize, k: usize) -> Result<(), Fail> {
         let mut c = self.cursor(span);
         let values_before = cols.sample_values.len();
         while !c.at_end() {
@@ -116,15 +131,15 @@ impl<'a> Table<'a> {
         }
         let count = cols.sample_values.len() - values_before;
         if count != k {
-            return Err(Refusal::RuleBroken(format!(
+            return Err(Box::new(Refusal::RuleBroken(format!(
                 "sample {index} has {count} values, but the profile declares {k} sample types"
-            )));
+            ))));
         }
         cols.sample_offsets.push(cols.sample_locations.len() as u64);
         Ok(())
     }
 
-    fn location(&self, cols: &mut Columns, span: Span) -> Result<(), Refusal> {
+    fn location(&self, cols: &mut Columns, span: Span) -> Result<(), Fail> {
         let mut c = self.cursor(span);
         let mut singular = [0u64; 5];
         while !c.at_end() {
@@ -145,7 +160,7 @@ impl<'a> Table<'a> {
     }
 
     /// A message of singular varint fields 1..=N (function, mapping, label, line); absent fields are 0.
-    fn scalars<const N: usize>(&self, mut c: Cursor<'a>, what: &str) -> Result<[u64; N], Refusal> {
+    fn scalars<const N: usize>(&self, mut c: Cursor<'a>, what: &str) -> Result<[u64; N], Fail> {
         let mut out = [0u64; N];
         while !c.at_end() {
             let (number, wire) = self.field(&mut c, what)?;
@@ -167,7 +182,7 @@ impl<'a> Table<'a> {
     /// A field this message does not read as it came: skipped when pprof has no such field, refused when
     /// pprof's has the other wire type (`varints` are numbers that must be varints, `messages` messages).
     fn unknown(&self, c: &mut Cursor<'a>, what: &str, number: u64, wire: u64, varints: &[u64], messages: &[u64])
-               -> Result<(), Refusal> {
+               -> Result<(), Fail> {
         if wire == WIRE_VARINT {
             self.varint(c)?;
         } else {
@@ -183,27 +198,23 @@ impl<'a> Table<'a> {
     }
 
     /// The next field's number and wire type (varint or length-delimited: nothing else is in pprof).
-    fn field(&self, c: &mut Cursor, what: &str) -> Result<(u64, u64), Refusal> {
+    #[inline]
+    fn field(&self, c: &mut Cursor, what: &str) -> Result<(u64, u64), Fail> {
         let tag = self.varint(c)?;
-        if c.at_end() {
-            return Err(malformed(format!("{what}: a field has no value (truncated message)")));
-        }
         let (number, wire) = (tag >> 3, tag & 7);
-        if number == 0 || number > MAX_FIELD_NUMBER {
-            return Err(malformed(format!("{what}: field number {number} is outside 1..{MAX_FIELD_NUMBER}")));
-        }
-        if wire != WIRE_VARINT && wire != WIRE_LEN {
-            return Err(malformed(format!("{what}: field {number} has unsupported wire type {wire}")));
+        if c.at_end() || number == 0 || number > MAX_FIELD_NUMBER || (wire != WIRE_VARINT && wire != WIRE_LEN) {
+            return Err(bad_field(c, what, number, wire));
         }
         Ok((number, wire))
     }
 
     #[inline]
-    fn varint(&self, c: &mut Cursor) -> Result<u64, Refusal> {
+    fn varint(&self, c: &mut Cursor) -> Result<u64, Fail> {
         c.varint().map_err(|e| self.varint_error(e, c.end))
     }
 
-    fn varint_error(&self, error: VarintError, range_end: usize) -> Refusal {
+    #[cold]
+    fn varint_error(&self, error: VarintError, range_end: usize) -> Fail {
         let message = match error {
             VarintError::TooLong => "varint longer than 10 bytes".to_string(),
             VarintError::Unterminated if range_end == self.last_end => {
@@ -216,13 +227,14 @@ impl<'a> Table<'a> {
         malformed(message)
     }
 
-    fn payload(&self, c: &mut Cursor<'a>, what: &str) -> Result<Cursor<'a>, Refusal> {
+    #[inline]
+    fn payload(&self, c: &mut Cursor<'a>, what: &str) -> Result<Cursor<'a>, Fail> {
         let len = self.varint(c)?;
         c.take(len)
             .ok_or_else(|| malformed(format!("{what}: a length-delimited field runs past the end of its message")))
     }
 
-    fn packed(&self, c: &mut Cursor<'a>, out: &mut Vec<u64>) -> Result<(), Refusal> {
+    fn packed(&self, c: &mut Cursor<'a>, out: &mut Vec<u64>) -> Result<(), Fail> {
         let mut p = self.payload(c, self.name)?;
         while !p.at_end() {
             out.push(self.varint(&mut p)?);

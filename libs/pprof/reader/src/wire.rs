@@ -37,8 +37,16 @@ impl<'a> Cursor<'a> {
     }
 
     /// A varint of at most ten bytes. Bits past the 64th are dropped, as protobuf runtimes drop them.
-    #[inline]
+    #[inline(always)]
     pub fn varint(&mut self) -> Result<u64, VarintError> {
+        if self.pos < self.end && self.buf[self.pos] < 0x80 {
+            self.pos += 1;
+            return Ok(u64::from(self.buf[self.pos - 1]));
+        }
+        self.long_varint()
+    }
+
+    fn long_varint(&mut self) -> Result<u64, VarintError> {
         let mut value = 0u64;
         for i in 0..MAX_VARINT_BYTES {
             if self.pos >= self.end {

@@ -94,37 +94,35 @@ def decode(data: bytes, max_bytes: int = 64 << 20) -> Profile:
     raw = decompress(data, max_bytes)
     if not raw:
         raise DecodeError("empty profile")
+    return _profile(*_read(raw, gzipped=data.startswith(_GZIP_MAGIC)))
+
+
+def _read(raw: bytes, gzipped: bool) -> tuple:
+    """`_reader.read`, its refusals translated into this package's errors."""
     try:
-        strings, header, sample_types, comments, *tables = _reader.read(raw)
+        return _reader.read(raw)
     except _reader.NotProtobuf as exc:
-        what = "the decompressed data is" if data.startswith(_GZIP_MAGIC) else \
-            "the data is neither gzip-compressed nor"
+        what = "the decompressed data is" if gzipped else "the data is neither gzip-compressed nor"
         raise DecodeError(f"not a pprof profile: {what} a valid protobuf message") from exc
     except _reader.Malformed as exc:
         raise DecodeError(str(exc)) from exc
     except _reader.RuleBroken as exc:
         raise InvalidProfile(str(exc)) from exc
-    period_type, period, time_nanos, duration_nanos, drop, keep, default_sample_type, doc_url = \
-        header[:2], *header[2:]
-    sample_types = np.frombuffer(sample_types, np.int64).reshape(-1, 2)
+
+
+def _profile(strings: list[str], header: tuple[int, ...], sample_types: bytearray, comments: bytearray,
+             *tables: tuple[bytearray, ...]) -> Profile:
+    """The model over what `_reader.read` returns (its layout is the reader's module docstring's)."""
+    types = np.frombuffer(sample_types, np.int64).reshape(-1, 2)
     samples, locations, functions, mappings = (_columns(kind, columns) for kind, columns in zip(_KINDS, tables))
+    values = samples.pop("values").reshape(len(samples["offsets"]) - 1, len(types))
+    period, time_nanos, duration_nanos, drop_frames, keep_frames, default_sample_type, doc_url = header[2:]
     return Profile(
-        strings=np.array(strings, object),
-        sample_types=sample_types,
-        samples=Samples(**{**samples, "values": samples["values"].reshape(len(samples["offsets"]) - 1,
-                                                                          len(sample_types))}),
-        locations=Locations(**locations),
-        functions=Functions(**functions),
-        mappings=Mappings(**mappings),
-        period_type=period_type,
-        period=period,
-        time_nanos=time_nanos,
-        duration_nanos=duration_nanos,
-        drop_frames=drop,
-        keep_frames=keep,
-        default_sample_type=default_sample_type,
-        doc_url=doc_url,
-        comments=np.frombuffer(comments, np.int64),
+        strings=np.array(strings, object), sample_types=types, samples=Samples(values=values, **samples),
+        locations=Locations(**locations), functions=Functions(**functions), mappings=Mappings(**mappings),
+        period_type=header[:2], period=period, time_nanos=time_nanos, duration_nanos=duration_nanos,
+        drop_frames=drop_frames, keep_frames=keep_frames, default_sample_type=default_sample_type,
+        doc_url=doc_url, comments=np.frombuffer(comments, np.int64),
     )
 
 

@@ -26,10 +26,11 @@ DOWNLOAD = "https://static.crates.io/crates/{name}/{name}-{version}.crate"
 def fetch(lock: Path, out: Path) -> str:
     """Unpack every crates.io package of `lock` under `out`; the cargo configuration that uses them."""
     out.mkdir(parents=True, exist_ok=True)
+    out = out.resolve()
     for package in tomllib.loads(lock.read_text())["package"]:
         if package.get("source") == CRATES_IO:
             _unpack(package["name"], package["version"], package["checksum"], out)
-    return f'[source.crates-io]\nreplace-with = "locked"\n\n[source.locked]\ndirectory = "{out.resolve()}"\n'
+    return f'[source.crates-io]\nreplace-with = "locked"\n\n[source.locked]\ndirectory = "{out}"\n'
 
 
 def _unpack(name: str, version: str, checksum: str, out: Path) -> None:
@@ -38,7 +39,11 @@ def _unpack(name: str, version: str, checksum: str, out: Path) -> None:
     if hashlib.sha256(data).hexdigest() != checksum:
         raise SystemExit(f"fetch_crates: {name} {version} does not match the checksum in Cargo.lock")
     with tarfile.open(fileobj=io.BytesIO(data)) as archive:
-        archive.extractall(out, filter="data")
+        # tarfile's extraction filters came in Python 3.11.4; bookworm's python3 is 3.11.2.
+        for member in archive.getmembers():
+            if not (member.isfile() or member.isdir()) or not (out / member.name).resolve().is_relative_to(out):
+                raise SystemExit(f"fetch_crates: {name} {version} holds {member.name}, not a file inside its directory")
+        archive.extractall(out)
     # A directory source wants this file: the package checksum, which cargo compares with the lock's, and
     # the checksums of single files, which it need not check again (the whole archive was).
     (out / f"{name}-{version}" / ".cargo-checksum.json").write_text(json.dumps({"files": {}, "package": checksum}))

@@ -37,38 +37,58 @@ pub struct Columns {
 }
 
 impl Columns {
-    /// Decode the tables the envelope found; `k` is the number of sample types each sample must match.
+    /// Decode the tables the envelope found, in the order their errors are reported.
     pub fn read(buf: &[u8], env: &Envelope) -> Result<Columns, Fail> {
         let mut cols = Columns::default();
+        cols.read_samples(Table::new(buf, "sample", &env.samples), env)?;
+        cols.read_locations(Table::new(buf, "location", &env.locations), &env.locations)?;
+        cols.read_functions(Table::new(buf, "function", &env.functions), &env.functions)?;
+        cols.read_mappings(Table::new(buf, "mapping", &env.mappings), &env.mappings)?;
+        Ok(cols)
+    }
+
+    /// Samples, each with one value per sample type.
+    fn read_samples(&mut self, table: Table, env: &Envelope) -> Result<(), Fail> {
         let k = env.sample_types.len() / 2;
-        let table = Table::new(buf, "sample", &env.samples);
-        cols.sample_offsets.push(0);
+        self.sample_offsets.reserve(env.samples.len() + 1);
+        self.sample_values.reserve(env.samples.len() * k);
+        self.sample_offsets.push(0);
         for (i, span) in env.samples.iter().enumerate() {
-            table.sample(&mut cols, *span, i, k)?;
+            table.sample(self, *span, i, k)?;
         }
-        let table = Table::new(buf, "location", &env.locations);
-        cols.line_offsets.push(0);
-        for span in &env.locations {
-            table.location(&mut cols, *span)?;
+        Ok(())
+    }
+
+    fn read_locations(&mut self, table: Table, spans: &[Span]) -> Result<(), Fail> {
+        self.line_offsets.reserve(spans.len() + 1);
+        self.line_offsets.push(0);
+        for span in spans {
+            table.location(self, *span)?;
         }
-        let table = Table::new(buf, "function", &env.functions);
-        for span in &env.functions {
+        Ok(())
+    }
+
+    fn read_functions(&mut self, table: Table, spans: &[Span]) -> Result<(), Fail> {
+        for span in spans {
             let f: [u64; 5] = table.scalars(table.cursor(*span), "function")?;
-            push_all(&mut cols.functions, &f);
+            push_all(&mut self.functions, &f);
         }
-        let table = Table::new(buf, "mapping", &env.mappings);
-        for span in &env.mappings {
+        Ok(())
+    }
+
+    fn read_mappings(&mut self, table: Table, spans: &[Span]) -> Result<(), Fail> {
+        for span in spans {
             let m: [u64; 10] = table.scalars(table.cursor(*span), "mapping")?;
-            push_all(&mut cols.mappings, &m[..6]);
-            for (flag, value) in cols.mapping_flags.iter_mut().zip(&m[6..]) {
+            push_all(&mut self.mappings, &m[..6]);
+            for (flag, value) in self.mapping_flags.iter_mut().zip(&m[6..]) {
                 flag.push(u8::from(*value != 0));
             }
         }
-        Ok(cols)
+        Ok(())
     }
 }
 
-/// Why the field just read cannot be read on: in this order, as pprof's tools check.
+/// Why the field just read cannot be read on; the checks in the order the earlier numpy decoder made them.
 #[cold]
 fn bad_field(c: &Cursor, what: &str, number: u64, wire: u64) -> Fail {
     malformed(if c.at_end() {

@@ -26,6 +26,16 @@ COPY pyproject.toml ./
 RUN python3 -c "import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies'], sep='\n')" \
         > requirements.txt \
     && python3 -m pip wheel --no-cache-dir --disable-pip-version-check --wheel-dir /wheels -r requirements.txt
+# The pprof reader is Rust (libs/pprof/reader): Debian's rustc and cargo build it from its Cargo.lock, whose
+# crates are pinned to versions that still build with bookworm's rustc 1.63. Only this stage has them. The
+# crates the lock names are fetched and checked by fetch_crates.py, as bookworm's cargo would clone the
+# whole crates.io index from GitHub to find them.
+RUN apt-get update \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends cargo rustc \
+    && rm -rf /var/lib/apt/lists/*
+COPY libs/pprof/reader/Cargo.lock libs/pprof/reader/fetch_crates.py /tmp/reader/
+RUN mkdir -p /root/.cargo \
+    && python3 /tmp/reader/fetch_crates.py /tmp/reader/Cargo.lock /tmp/crates >> /root/.cargo/config.toml
 COPY libs/ libs/
 COPY services/ services/
 COPY --from=ui /src/services/frontend/ui/dist/ services/frontend/ui/dist/

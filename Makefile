@@ -54,8 +54,15 @@ deps: $(RUN_ENV) $(WORKLOAD) $(UI_BUILD)
 # What the tests and benchmarks need on top.
 test-deps: deps $(DEV_ENV) $(MINIO)
 
-$(RUN_ENV): pyproject.toml
-	@echo "make: installing Flamewatch and the Python packages it runs on into $(VENV)/ (the first time takes about a minute)"
+# The pprof reader is a Rust extension module (libs/pprof/reader) that the install builds with cargo, from
+# its committed Cargo.lock; a change to its sources redoes the install, which rebuilds it (a few seconds).
+READER := libs/pprof/reader
+READER_SOURCES := $(READER)/Cargo.toml $(READER)/Cargo.lock $(wildcard $(READER)/src/*.rs)
+
+$(RUN_ENV): pyproject.toml $(READER_SOURCES)
+	@command -v cargo > /dev/null || { echo "make: cargo not found: Flamewatch's pprof reader ($(READER)) is built with \
+	Rust 1.63 or later; install Rust (Debian: apt-get install cargo rustc, or rustup from https://rustup.rs) and run make again" >&2; exit 1; }
+	@echo "make: installing Flamewatch and the Python packages it runs on into $(VENV)/, building the pprof reader with cargo (the first time takes about a minute)"
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@$(PY) -m pip install --disable-pip-version-check --progress-bar on -e .
 	@touch $@

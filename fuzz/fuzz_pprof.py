@@ -5,8 +5,9 @@ split into one profile per sample type, as `ingester/prepare.py` does. Expected:
 data, broken rules, limits) and `LabelError` (a profile type that makes an invalid label).
 
 Checks on a profile that is accepted:
-- the column-wise decoder agrees with the protobuf runtime's own parse of the same bytes, field by
-  field (so a decoder bug cannot hide behind a plausible-looking profile);
+- the decoder agrees with the protobuf runtime's own parse of the same bytes, field by field (so a
+  decoder bug cannot hide behind a plausible-looking profile), strings as bytes read with U+FFFD for
+  what is not UTF-8, as the decoder reads them;
 - each split profile keeps its sample type's values;
 - encoding the profile and decoding it again gives the same profile.
 """
@@ -17,6 +18,7 @@ import sys
 
 import atheris
 import numpy as np
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from harness import check, main
 
 with atheris.instrument_imports(include=["flamewatch"]):
@@ -28,6 +30,25 @@ MAX_BYTES = 4 << 20
 LIMITS = ProfileLimits(max_compressed_bytes=MAX_BYTES, max_decompressed_bytes=MAX_BYTES, max_samples=200_000,
                        max_stack_depth=512)
 EXPECTED = (PprofError, LabelError)
+
+
+def _reference_type():
+    """pprof's Profile with its string table as bytes: the decoder reads bytes that are not UTF-8 as U+FFFD
+    rather than refusing the profile (proto3's `string` would refuse it), and is compared on that."""
+    file = descriptor_pb2.FileDescriptorProto()
+    profile_pb2.DESCRIPTOR.CopyToProto(file)
+    file.name, file.package = "fuzz/profile_bytes.proto", "fuzz.profiles"
+    profile = next(m for m in file.message_type if m.name == "Profile")
+    next(f for f in profile.field if f.name == "string_table").type = descriptor_pb2.FieldDescriptorProto.TYPE_BYTES
+    for message in file.message_type:
+        for f in message.field:
+            if f.HasField("type_name"):
+                f.type_name = f.type_name.replace(".perftools.profiles.", ".fuzz.profiles.")
+    pool = descriptor_pool.DescriptorPool()
+    return message_factory.GetMessageClass(pool.Add(file).message_types_by_name["Profile"])
+
+
+REFERENCE = _reference_type()
 
 
 def target(data: bytes) -> None:
@@ -42,14 +63,15 @@ def target(data: bytes) -> None:
 
 
 def _check_against_protobuf(profile, data: bytes) -> None:
-    reference = profile_pb2.Profile()
+    reference = REFERENCE()
     raw = data if not data.startswith(b"\x1f\x8b") else _gunzip(data)
     try:
         reference.ParseFromString(raw)
     except Exception as exc:  # noqa: BLE001 - any refusal by the runtime is the finding
         raise AssertionError(f"accepted bytes the protobuf runtime rejects: {exc}") from exc
     s = profile.samples
-    check(list(profile.strings) == list(reference.string_table), "string table differs")
+    strings = [s.decode("utf-8", "replace") for s in reference.string_table]
+    check(list(profile.strings) == strings, "string table differs")
     check(s.values.ravel().tolist() == [v for x in reference.sample for v in x.value], "sample values differ")
     check(s.locations.tolist() == [v for x in reference.sample for v in x.location_id], "sample stacks differ")
     check(np.diff(s.offsets).tolist() == [len(x.location_id) for x in reference.sample], "stack lengths differ")

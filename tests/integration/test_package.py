@@ -27,7 +27,8 @@ pytestmark = pytest.mark.npm
 ROOT = Path(__file__).resolve().parents[2]
 UI = Path("services/frontend/ui")
 COPIED = ["pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "libs", "services"]
-NOT_COPIED = shutil.ignore_patterns("node_modules", "dist", "__pycache__", "*.egg-info")
+# cargo's build and an editable install's module of the pprof reader are built again from its sources.
+NOT_COPIED = shutil.ignore_patterns("node_modules", "dist", "__pycache__", "*.egg-info", "target", "_reader.*.so")
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +74,15 @@ def test_the_wheel_carries_the_ui_build(built):
     ui_files = sorted(n for n in names if n.startswith("flamewatch/frontend/ui/"))
     assert ui_files == sorted(["flamewatch/frontend/ui/dist/index.html",
                                *(f"flamewatch/frontend/ui/dist/assets/{a}" for a in assets_of(index))])
+
+
+def test_the_sdist_carries_the_pprof_readers_crate_and_the_wheel_its_module(built):
+    with tarfile.open(built["sdist"]) as tar:
+        crate = sorted(n.partition("/")[2] for n in tar.getnames() if "/libs/pprof/reader/" in n and n[-1] != "/")
+    assert "libs/pprof/reader/Cargo.lock" in crate and "libs/pprof/reader/src/lib.rs" in crate
+    assert not [n for n in crate if "/target/" in n]
+    with zipfile.ZipFile(built["wheel"]) as whl:
+        assert [n for n in whl.namelist() if n.startswith("flamewatch/pprof/_reader.")]
 
 
 def test_an_installed_wheel_serves_the_ui(built):

@@ -1,0 +1,125 @@
+//! flamewatch.pprof._reader: pprof protobuf bytes (already decompressed) read into the columns of
+//! flamewatch.pprof.model in one pass, without a Python object per sample.
+//!
+//! `read(data)` returns `(strings, header, sample_types, comments, samples, locations, functions,
+//! mappings)`: the string table as a list of str (bytes that are not UTF-8 become U+FFFD, as Python's
+//! "replace" makes them), the scalar fields as ints, and every column as a bytearray of native 64-bit
+//! integers (booleans as bytes) for `numpy.frombuffer`; flamewatch/pprof/decode.py owns that layout.
+//! Refusals raise NotProtobuf (the framing is not protobuf), Malformed (not pprof: the message says
+//! why) or RuleBroken (a sample's value count); decode.py turns them into flamewatch.pprof errors.
+
+mod envelope;
+mod tables;
+mod wire;
+
+use std::os::raw::c_char;
+
+use pyo3::create_exception;
+use pyo3::exceptions::PyValueError;
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyByteArray, PyList, PyTuple};
+
+use envelope::{Envelope, Span};
+use tables::Columns;
+
+create_exception!(_reader, NotProtobuf, PyValueError, "The bytes are not a protobuf message.");
+create_exception!(_reader, Malformed, PyValueError, "Protobuf, but not a pprof profile; the message says why.");
+create_exception!(_reader, RuleBroken, PyValueError, "A pprof profile that breaks one of pprof's rules.");
+
+/// Why a profile is refused.
+#[derive(Debug)]
+pub enum Refusal {
+    NotProtobuf,
+    Malformed(String),
+    RuleBroken(String),
+}
+
+impl From<envelope::NotProtobuf> for Refusal {
+    fn from(_: envelope::NotProtobuf) -> Self {
+        Refusal::NotProtobuf
+    }
+}
+
+impl From<Refusal> for PyErr {
+    fn from(refusal: Refusal) -> PyErr {
+        match refusal {
+            Refusal::NotProtobuf => NotProtobuf::new_err("not a protobuf message"),
+            Refusal::Malformed(message) => Malformed::new_err(message),
+            Refusal::RuleBroken(message) => RuleBroken::new_err(message),
+        }
+    }
+}
+
+fn decode(data: &[u8]) -> Result<(Envelope, Columns), Refusal> {
+    let env = envelope::read(data)?;
+    env.check()?;
+    let columns = Columns::read(data, &env).map_err(|refusal| *refusal)?;
+    Ok((env, columns))
+}
+
+/// Read pprof bytes into columns (see the module docstring for what it returns).
+#[pyfunction]
+fn read<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyTuple>> {
+    let (env, cols) = py.allow_threads(|| decode(data))?;
+    let s = &env.scalars;
+    let header = (env.period_type[0] as i64, env.period_type[1] as i64, s[12] as i64, s[9] as i64,
+                  s[10] as i64, s[7] as i64, s[8] as i64, s[14] as i64, s[15] as i64);
+    let samples = [&cols.sample_offsets, &cols.sample_locations, &cols.sample_values, &cols.labels[0],
+                   &cols.labels[1], &cols.labels[2], &cols.labels[3], &cols.labels[4]];
+    let locations = [&cols.locations[0], &cols.locations[1], &cols.locations[2], &cols.line_offsets,
+                     &cols.lines[0], &cols.lines[1], &cols.lines[2]];
+    let items: Vec<Bound<'py, PyAny>> = vec![
+        strings(py, data, &env.strings)?.into_any(),
+        header.into_pyobject(py)?.into_any(),
+        column(py, &env.sample_types),
+        column(py, &env.comments),
+        tuple(py, samples.iter().map(|c| column(py, c)))?,
+        tuple(py, locations.iter().map(|c| column(py, c)).chain([flags(py, &cols.location_folded)]))?,
+        tuple(py, cols.functions.iter().map(|c| column(py, c)))?,
+        tuple(py, cols.mappings.iter().map(|c| column(py, c)).chain(cols.mapping_flags.iter().map(|f| flags(py, f))))?,
+    ];
+    PyTuple::new(py, items)
+}
+
+fn tuple<'py>(py: Python<'py>, items: impl Iterator<Item = Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
+    Ok(PyTuple::new(py, items.collect::<Vec<_>>())?.into_any())
+}
+
+/// A column's values as bytes in native order, which numpy's uint64 and int64 read as they are.
+fn column<'py>(py: Python<'py>, values: &[u64]) -> Bound<'py, PyAny> {
+    let bytes = unsafe { std::slice::from_raw_parts(values.as_ptr() as *const u8, std::mem::size_of_val(values)) };
+    PyByteArray::new(py, bytes).into_any()
+}
+
+fn flags<'py>(py: Python<'py>, values: &[u8]) -> Bound<'py, PyAny> {
+    PyByteArray::new(py, values).into_any()
+}
+
+/// The string table as str, decoded by Python's own UTF-8 decoder with "replace" (U+FFFD per bad sequence).
+fn strings<'py>(py: Python<'py>, data: &[u8], spans: &[Span]) -> PyResult<Bound<'py, PyList>> {
+    let mut out = Vec::with_capacity(spans.len());
+    for &(start, end) in spans {
+        let bytes = &data[start..end];
+        let errors = b"replace\0".as_ptr() as *const c_char;
+        // SAFETY: the pointer and length are a live slice of `data`; the result is a new reference or NULL
+        // with an exception set, which from_owned_ptr_or_err turns into an error.
+        let s = unsafe {
+            Bound::from_owned_ptr_or_err(
+                py,
+                ffi::PyUnicode_DecodeUTF8(bytes.as_ptr() as *const c_char, bytes.len() as ffi::Py_ssize_t, errors),
+            )?
+        };
+        out.push(s);
+    }
+    PyList::new(py, out)
+}
+
+#[pymodule]
+fn _reader(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(read, m)?)?;
+    m.add("NotProtobuf", m.py().get_type::<NotProtobuf>())?;
+    m.add("Malformed", m.py().get_type::<Malformed>())?;
+    m.add("RuleBroken", m.py().get_type::<RuleBroken>())?;
+    Ok(())
+}

@@ -29,7 +29,9 @@ about `blockwrite.PROFILE_GROUP_ENTRIES` entries, so a query reads and decodes o
 hold its rows; compacted blocks order their profiles by profile type, service and series (see
 `blockwrite.series_order`), so one service's rows sit in a few groups.
 
-Anyone can open a block with a Parquet reader, e.g. `SELECT * FROM 'x.parquet' WHERE section='profiles'`.
+Anyone can open a block with a Parquet reader, e.g. `SELECT * FROM 'x.parquet' WHERE section='profiles'`;
+the README's "Reading blocks yourself" documents every column for them, with a DuckDB query that
+`tests/integration/test_reading_blocks.py` checks against the querier, so keep it true when this changes.
 The file metadata key `flamewatch.block` holds the version, maps each section to its row groups and
 (version 3) each section that shares group 0 to its rows [start, stop) in it.
 """

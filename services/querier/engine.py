@@ -2,8 +2,9 @@
 
 Merging follows DESIGN's query path: selector → series ids → profile rows grouped by block → blocks
 fetched in parallel through the cache → per block, values summed per stack node with numpy → one call
-tree keyed by function path. Gauges (in-use memory, goroutines) are averaged over time per series and
-summed across series; everything else is summed.
+tree keyed by function path. The rows go to a tree source (`sources`; today the local blocks), whose
+partial trees one function combines. Gauges (in-use memory, goroutines) are averaged over time per
+series and summed across series; everything else is summed.
 """
 
 from __future__ import annotations
@@ -26,13 +27,13 @@ from flamewatch.querier.config import QuerierConfig
 from flamewatch.querier.formats.pprof import render_pprof
 from flamewatch.querier.merging import (
     Rows,
-    gather_rows,
-    merge_blocks,
+    merge_blocks,  # noqa: F401  (the merge of blocks as tools and tests call it, without an index)
     rows_with_samples,
     sample_values,
     used_sample_labels,
 )
 from flamewatch.querier.selection import Selection
+from flamewatch.querier.sources import LocalBlocks, TreeSource, combine
 from flamewatch.querier.symbolization import Symbolization
 from flamewatch.rpc.errors import NotFoundError
 from flamewatch.storage import index
@@ -103,6 +104,7 @@ class Querier:
     def __init__(self, db: Database, blocks: BlockCache, config: QuerierConfig,
                  symbolization: Symbolization | None = None):
         self.db, self.blocks, self.config = deadline.TimedDatabase(db), blocks, config
+        self.source: TreeSource = LocalBlocks(blocks)  # where merges read their partial trees
         self.symbolization = symbolization  # None: frames stored as addresses stay addresses
 
     # ------------------------------------------------------------------------------------ labels
@@ -287,7 +289,7 @@ class Querier:
         weights = _gauge_weights(rows) if sel.profile_type.is_gauge and time_ns is None else None
         r = self._rows(rows, sel, weights)
         symbols = self.symbolization.for_query(tenant) if self.symbolization is not None else None
-        gathered, header, named = gather_rows(self.blocks, r, symbols)
+        gathered, header, named = self.source.profile(r, symbols)
         body = render_pprof(gathered, sel.profile_type, header, named)
         return Merged(sel.profile_type, None, self._profiles(r), tuple(symbols.state.warnings) if symbols else ()), body
 
@@ -315,8 +317,10 @@ class Querier:
                 granularity: str) -> Merged:
         r = self._rows(rows, sel, weights)
         symbols = self.symbolization.for_query(tenant) if self.symbolization is not None else None
-        tree = merge_blocks(self.blocks, r.keys, r.block_id, r.row, r.weights, r.filters, r.row_filter, granularity,
-                            symbols)
+        merged = combine([self.source.tree(r, granularity, symbols)])
+        tree = merged.tree()
+        if symbols is not None:
+            symbols.note_unnamed(merged.unnamed, tree.names)
         return Merged(sel.profile_type, tree, self._profiles(r), tuple(symbols.state.warnings) if symbols else ())
 
     def _profiles(self, r: Rows) -> int:

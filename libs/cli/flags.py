@@ -137,6 +137,37 @@ def query_limit_flags(p: Parser) -> None:
     p.add("--query.timeout", "seconds one query may run, its Postgres statements included, before it is stopped "
           "with 504 / DEADLINE_EXCEEDED (0: no limit)", dest="query_timeout", type=float,
           default=QuerierConfig.query_timeout_s)
+    p.add("--query.max-bytes", "the most bytes of blocks one query may read, known from the index before it "
+          "reads any (GET /api/v1/analyze tells what a query would read); a query over it is refused with 422 / "
+          "RESOURCE_EXHAUSTED saying how to narrow it, e.g. 2GiB (0: no limit)", dest="query_max_bytes",
+          type=byte_size, default=QuerierConfig.max_bytes)
+    p.add("--query.max-bytes-tenant", "a tenant's own --query.max-bytes, TENANT=BYTES (e.g. acme=20GiB, or "
+          "acme=0 for no limit); repeat for more", dest="query_max_bytes_tenant", action="append", default=[],
+          type=_tenant_bytes)
+
+
+_BYTE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+               "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
+
+
+def byte_size(text: str) -> int:
+    """A flag's size: a whole number of bytes, or with a unit (500MB, 2GiB)."""
+    number = text.strip().rstrip("BbIiKkMmGgTt")
+    unit = text.strip()[len(number):].lower()
+    try:
+        value = float(number) * _BYTE_UNITS[unit]
+    except (KeyError, ValueError):
+        raise argparse.ArgumentTypeError(f'expected bytes such as 1048576, 500MB or 2GiB, got "{text}"') from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f'expected 0 or more bytes, got "{text}"')
+    return int(value)
+
+
+def _tenant_bytes(text: str) -> tuple[str, int]:
+    tenant, sep, size = text.partition("=")
+    if not sep or not tenant:
+        raise argparse.ArgumentTypeError(f'expected TENANT=BYTES such as acme=20GiB, got "{text}"')
+    return tenant, byte_size(size)
 
 
 def rules_flag(p: Parser) -> None:
@@ -147,7 +178,8 @@ def rules_flag(p: Parser) -> None:
 
 
 def query_limits(args: argparse.Namespace) -> dict:
-    return {"max_matchers": args.query_max_matchers, "query_timeout_s": args.query_timeout}
+    return {"max_matchers": args.query_max_matchers, "query_timeout_s": args.query_timeout,
+            "max_bytes": args.query_max_bytes, "tenant_max_bytes": dict(args.query_max_bytes_tenant)}
 
 
 def common_flags(p: Parser, heap_profiling: bool = False) -> None:

@@ -8,6 +8,7 @@
     ├── UnsupportedFormatError        a format we do not read      INVALID_ARGUMENT  415   400
     └── LimitExceeded                 larger than a limit          RESOURCE_EXHAUSTED 413  429
     RateLimited                       a tenant over its rate       RESOURCE_EXHAUSTED 429  429
+    CostLimitExceeded                 would read more than allowed RESOURCE_EXHAUSTED 422  429
     Unauthenticated                   no or a wrong credential     UNAUTHENTICATED   401   401
     PermissionDenied                  a credential's scope refuses PERMISSION_DENIED 403   403
     NotFoundError                     nothing by that name         NOT_FOUND         404   404
@@ -73,6 +74,12 @@ class RateLimited(Exception):
         self.retry_after_s = retry_after_s
 
 
+class CostLimitExceeded(Exception):
+    """A request would cost more than its tenant's limit allows (a query reading too many bytes): refused
+    before any work, and refused again if retried as it is, so neither 429 (retry later) nor 413 (a
+    body too large)."""
+
+
 class DeadlineExceededError(TimeoutError):
     """The deadline the client set passed before the answer was ready."""
 
@@ -95,6 +102,7 @@ class Status:
 _TABLE: list[tuple[type[BaseException], Status]] = [
     (LimitExceeded, Status(grpc.StatusCode.RESOURCE_EXHAUSTED, 413)),
     (RateLimited, Status(grpc.StatusCode.RESOURCE_EXHAUSTED, 429)),
+    (CostLimitExceeded, Status(grpc.StatusCode.RESOURCE_EXHAUSTED, 422)),
     (UnsupportedMediaTypeError, Status(grpc.StatusCode.INVALID_ARGUMENT, 415)),
     (UnprocessableError, Status(grpc.StatusCode.INVALID_ARGUMENT, 422)),
     (UnsupportedFormatError, Status(grpc.StatusCode.INVALID_ARGUMENT, 415)),

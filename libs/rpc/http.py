@@ -19,6 +19,7 @@ from flamewatch.auth.errors import PermissionDenied, Unauthenticated
 from flamewatch.auth.webconfig import WebConfig
 from flamewatch.rpc.auth import CHALLENGE, AdminOnly, AuthMiddleware, routes_without_access
 from flamewatch.rpc.errors import (
+    CostLimitExceeded,
     DeadlineExceededError,
     RateLimited,
     count_error,
@@ -58,8 +59,8 @@ def build_app(routers: Sequence[APIRouter], ready: Callable[[], Sequence[str]],
 
     # Expected failures get their answer here. Anything else reaches the server's error middleware,
     # which answers 500 and logs the traceback: a bug should be loud.
-    for kind in (ValueError, LookupError, StorageError, RateLimited, DeadlineExceededError, Unauthenticated,
-                 PermissionDenied):
+    for kind in (ValueError, LookupError, StorageError, RateLimited, CostLimitExceeded, DeadlineExceededError,
+                 Unauthenticated, PermissionDenied):
         app.add_exception_handler(kind, _expected_error)
 
     @app.exception_handler(RequestValidationError)

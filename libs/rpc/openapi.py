@@ -3,7 +3,7 @@
 `rpc.errors` decides the status of a failure and `rpc.http` answers it as `{"error": "..."}`; routers
 declare those answers with `ERROR_RESPONSES`, so the OpenAPI document lists what a client can get.
 Validation failures are answered 400, not FastAPI's 422: declaring the `4XX` range keeps FastAPI from
-adding a 422 response no route ever sends.
+adding its validation-error 422 response, which no route sends.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ class ErrorBody(BaseModel):
 
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
-    "4XX": {"model": ErrorBody, "description": "bad request (400), not found (404) or over a limit (413)"},
+    "4XX": {"model": ErrorBody, "description": "bad request (400), not found (404), over a limit (413) "
+               "or a query over its cost limit (422)"},
     503: {"model": ErrorBody, "description": "Postgres or the object store is unavailable"},
 }
 

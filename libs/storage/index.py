@@ -413,9 +413,11 @@ def _unpack(found: list[tuple]) -> ProfileRows:
     )
 
 
-def block_keys(db: Database, block_ids: Sequence[str]) -> dict[str, str]:
+def block_objects(db: Database, block_ids: Sequence[str]) -> dict[str, tuple[str, int]]:
+    """Each block's object key and its size in bytes."""
     with db.connection() as conn:
-        return dict(conn.execute("SELECT id, key FROM blocks WHERE id = ANY(%s)", [list(block_ids)]).fetchall())
+        found = conn.execute("SELECT id, key, bytes FROM blocks WHERE id = ANY(%s)", [list(block_ids)]).fetchall()
+    return {block_id: (key, size) for block_id, key, size in found}
 
 
 def profile_types(db: Database, tenant: str, start: int, end: int) -> list[str]:

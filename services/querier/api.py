@@ -16,6 +16,7 @@ from flamewatch.auth.webconfig import ALL_TENANTS
 from flamewatch.changes.stats import Changes, Settings
 from flamewatch.labels.selector import Matcher, Query, parse_query
 from flamewatch.querier import deadline
+from flamewatch.querier.cost import QueryCost
 from flamewatch.querier.engine import Merged, Querier
 from flamewatch.querier.formats import RENDERERS, diff_renderer, renderer
 from flamewatch.querier.merging import GRANULARITIES
@@ -119,6 +120,21 @@ def changes(q: Querier, tenant: str, a: tuple[str, int, int], b: tuple[str, int,
     with QUERY_SECONDS.labels("changes").time(), deadline.bounded(q.config.query_timeout_s):
         found = q.changes(tenant, a, b, settings, order)
     return Changes(found.functions[:limit], found.profiles, found.notes)
+
+
+@dataclass(frozen=True)
+class Analysis:
+    cost: QueryCost
+    max_bytes: int  # the tenant's --query.max-bytes; 0: no limit
+
+    def json(self) -> dict:
+        return {"blocks": self.cost.blocks, "series": self.cost.series, "profiles": self.cost.profiles,
+                "block_bytes": self.cost.bytes, "max_bytes": self.max_bytes}
+
+
+def analyze(q: Querier, tenant: str, text: str, start: int, end: int) -> Analysis:
+    """What a merge of the query over the range would read, from the index (`cost`)."""
+    return Analysis(*q.analyze(tenant, text, start, end))
 
 
 def sides(query: str | None, label: str | None, a: str | None, b: str | None, a_query: str | None,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 MiB = 1 << 20
@@ -20,3 +21,8 @@ class QuerierConfig:
     disk_cache_bytes: int = 10 * 1024 * MiB
     max_matchers: int = 100  # per selector: each costs a pass over the candidate series or their samples
     query_timeout_s: float = 30.0  # per engine call, Postgres statements included; 0: unbounded
+    max_bytes: int = 0  # of block objects one selection may read; 0: unbounded
+    tenant_max_bytes: Mapping[str, int] = field(default_factory=dict)  # tenants' own max_bytes
+
+    def max_bytes_of(self, tenant: str) -> int:
+        return self.tenant_max_bytes.get(tenant, self.max_bytes)

@@ -269,6 +269,15 @@ def _get_profile_stats(q: Querier, tenant: str, _req: types_pb2.GetProfileStatsR
                                              newest_profile_time=newest // _NS_PER_MS)
 
 
+def _analyze_query(q: Querier, tenant: str, req: querier_pb2.AnalyzeQueryRequest) -> querier_pb2.AnalyzeQueryResponse:
+    found = api.analyze(q, tenant, req.query, *time_range_ms(req.start, req.end)).cost
+    scope = querier_pb2.QueryScope(component_type="blocks", component_count=1, block_count=found.blocks,
+                                   series_count=found.series, profile_count=found.profiles,
+                                   profile_bytes=found.bytes)
+    return querier_pb2.AnalyzeQueryResponse(query_scopes=[scope], query_impact=querier_pb2.QueryImpact(
+        total_bytes_in_time_range=found.bytes, total_queried_series=found.series))
+
+
 METHODS: dict[str, Method] = {
     "ProfileTypes": _profile_types,
     "LabelNames": _label_names,
@@ -280,6 +289,7 @@ METHODS: dict[str, Method] = {
     "SelectSeries": _select_series,
     "Diff": _diff,
     "GetProfileStats": _get_profile_stats,
+    "AnalyzeQuery": _analyze_query,
 }
 
 

@@ -2,8 +2,10 @@
 
 Merging follows DESIGN's query path: selector → series ids → profile rows grouped by block → blocks
 fetched in parallel through the cache → per block, values summed per stack node with numpy → one call
-tree keyed by function path. Gauges (in-use memory, goroutines) are averaged over time per series and
-summed across series; everything else is summed.
+tree keyed by function path. The rows go to a tree source (`sources`; today the local blocks), whose
+partial trees one function combines, and every read of blocks is first held to the tenant's cost
+limit (`cost`). Gauges (in-use memory, goroutines) are averaged over time per series and summed across
+series; everything else is summed.
 """
 
 from __future__ import annotations
@@ -18,21 +20,22 @@ import numpy as np
 from flamewatch.changes.stats import Changes, Settings, compare
 from flamewatch.labels.selector import Query, parse_query, parse_selector
 from flamewatch.pprof.profile_types import ProfileType
-from flamewatch.querier import deadline, selection
+from flamewatch.querier import cost, deadline, selection
 from flamewatch.querier.blocks import BlockCache
 from flamewatch.querier.calltree import CallTree
 from flamewatch.querier.changes import function_shares
 from flamewatch.querier.config import QuerierConfig
+from flamewatch.querier.cost import QueryCost
 from flamewatch.querier.formats.pprof import render_pprof
 from flamewatch.querier.merging import (
     Rows,
-    gather_rows,
-    merge_blocks,
+    merge_blocks,  # noqa: F401  (the merge of blocks as tools and tests call it, without an index)
     rows_with_samples,
     sample_values,
     used_sample_labels,
 )
 from flamewatch.querier.selection import Selection
+from flamewatch.querier.sources import LocalBlocks, TreeSource, combine
 from flamewatch.querier.symbolization import Symbolization
 from flamewatch.rpc.errors import NotFoundError
 from flamewatch.storage import index
@@ -103,6 +106,7 @@ class Querier:
     def __init__(self, db: Database, blocks: BlockCache, config: QuerierConfig,
                  symbolization: Symbolization | None = None):
         self.db, self.blocks, self.config = deadline.TimedDatabase(db), blocks, config
+        self.source: TreeSource = LocalBlocks(blocks)  # where merges read their partial trees
         self.symbolization = symbolization  # None: frames stored as addresses stay addresses
 
     # ------------------------------------------------------------------------------------ labels
@@ -155,7 +159,7 @@ class Querier:
             candidates = index.find_series(self.db, tenant, selection.index_matchers(matchers), start, end)
             sel = selection.split(candidates, matchers, None)
             rows = index.profile_rows(self.db, [s.id for s in sel.series], start, end)
-            r = self._rows(rows, sel, None)
+            r = self._rows(tenant, rows, sel, None)
             if sel.by_samples:
                 kept = set(rows.series_id[rows_with_samples(self.blocks, r)].tolist())
                 sel = Selection(None, [s for s in sel.series if sel.series_filter[s.id] == 0 or s.id in kept],
@@ -170,9 +174,17 @@ class Querier:
             selection.check_matcher_count(matchers, self.config.max_matchers)
         return parsed
 
-    def _rows(self, rows: ProfileRows, sel: Selection, weights: np.ndarray | None) -> Rows:
-        keys = index.block_keys(self.db, run_codes(rows.block_id)[0].tolist())
+    def _rows(self, tenant: str, rows: ProfileRows, sel: Selection, weights: np.ndarray | None) -> Rows:
+        """The rows as a source reads them, once their cost is within the tenant's limit (`cost`)."""
+        found, keys = self._cost(rows)
+        cost.check(found, self.config.max_bytes_of(tenant), tenant)
         return Rows(keys, rows.block_id, rows.row, weights, sel.filters, sel.row_filters(rows))
+
+    def _cost(self, rows: ProfileRows) -> tuple[QueryCost, dict[str, str]]:
+        """What reading the rows costs, and their blocks' object keys: one statement of the index."""
+        objects = index.block_objects(self.db, run_codes(rows.block_id)[0].tolist())
+        return (cost.cost_of(rows, {b: size for b, (_, size) in objects.items()}),
+                {b: key for b, (key, _) in objects.items()})
 
     # ------------------------------------------------------------------------------------ totals
 
@@ -189,7 +201,7 @@ class Querier:
             if average:
                 raise ValueError("the average aggregation needs whole profiles: it cannot be combined with "
                                  "matchers or group_by on sample labels")
-            points = self._sample_points(sel, start, end, step, group_by, by_sample)
+            points = self._sample_points(tenant, sel, start, end, step, group_by, by_sample)
             seen = {name for p in points for name in by_sample if p.labels[name]}
             return Totals(points, _absent_labels(sel.series, [g for g in group_by if g not in seen]))
         return Totals(self._points(sel.profile_type, sel.series, start, end, step, group_by, average, exemplars),
@@ -220,13 +232,13 @@ class Querier:
                 for g, (b, v), e in zip(groups, _bucket_totals(rows, row_group, bucket, len(groups),
                                                                ptype.is_gauge and not average, average), largest)]
 
-    def _sample_points(self, sel: Selection, start: int, end: int, step: int, group_by: Sequence[str],
+    def _sample_points(self, tenant: str, sel: Selection, start: int, end: int, step: int, group_by: Sequence[str],
                        by_sample: Sequence[str]) -> list[Points]:
         """Totals read from the blocks: some samples are filtered out, or groups split by sample labels."""
         rows = index.profile_rows(self.db, [s.id for s in sel.series], start, end)
         bucket = _buckets(rows.time, start, step)
         weights = _step_gauge_weights(rows, bucket) if sel.profile_type.is_gauge else None
-        owner, sample_labels, values = sample_values(self.blocks, self._rows(rows, sel, weights), by_sample)
+        owner, sample_labels, values = sample_values(self.blocks, self._rows(tenant, rows, sel, weights), by_sample)
         by_series = [g for g in group_by if g not in by_sample]
         ids = np.array([s.id for s in sel.series], np.int64)
         order = np.argsort(ids)
@@ -259,7 +271,7 @@ class Querier:
         if sides[0].profile_type != sides[1].profile_type:
             raise ValueError(f"cannot compare {sides[0].profile_type.id} with {sides[1].profile_type.id}: both "
                              "sides need the same profile type")
-        parts = [self._rows(index.profile_rows(self.db, [s.id for s in sel.series], start, end), sel, None)
+        parts = [self._rows(tenant, index.profile_rows(self.db, [s.id for s in sel.series], start, end), sel, None)
                  for sel, (_, start, end) in zip(sides, (a, b))]
         symbols = self.symbolization.for_query(tenant) if self.symbolization is not None else None
         names, self_share, total_share = function_shares(self.blocks, _joined(*parts), granularity, symbols)
@@ -268,6 +280,14 @@ class Querier:
         at = [np.flatnonzero(observed[:split]), split + np.flatnonzero(observed[split:])]
         return compare(names, self_share[at[0]], total_share[at[0]], self_share[at[1]], total_share[at[1]],
                        settings, order)
+
+    @_bounded
+    def analyze(self, tenant: str, query: str, start: int, end: int) -> tuple[QueryCost, int]:
+        """What merging the query over the range would read (blocks, series, profiles, bytes), from the
+        index alone, and the tenant's `--query.max-bytes` (0: none)."""
+        sel = self._select(tenant, query, start, end)
+        rows = index.profile_rows(self.db, [s.id for s in sel.series], start, end)
+        return self._cost(rows)[0], self.config.max_bytes_of(tenant)
 
     @_bounded
     def nearest(self, tenant: str, query: str, time_ns: int, granularity: str = "functions") -> Merged:
@@ -285,9 +305,9 @@ class Querier:
             sel = self._select(tenant, query, start, end)
             rows = index.profile_rows(self.db, [s.id for s in sel.series], start, end)
         weights = _gauge_weights(rows) if sel.profile_type.is_gauge and time_ns is None else None
-        r = self._rows(rows, sel, weights)
+        r = self._rows(tenant, rows, sel, weights)
         symbols = self.symbolization.for_query(tenant) if self.symbolization is not None else None
-        gathered, header, named = gather_rows(self.blocks, r, symbols)
+        gathered, header, named = self.source.profile(r, symbols)
         body = render_pprof(gathered, sel.profile_type, header, named)
         return Merged(sel.profile_type, None, self._profiles(r), tuple(symbols.state.warnings) if symbols else ()), body
 
@@ -313,10 +333,12 @@ class Querier:
 
     def _merged(self, tenant: str, rows: ProfileRows, sel: Selection, weights: np.ndarray | None,
                 granularity: str) -> Merged:
-        r = self._rows(rows, sel, weights)
+        r = self._rows(tenant, rows, sel, weights)
         symbols = self.symbolization.for_query(tenant) if self.symbolization is not None else None
-        tree = merge_blocks(self.blocks, r.keys, r.block_id, r.row, r.weights, r.filters, r.row_filter, granularity,
-                            symbols)
+        merged = combine([self.source.tree(r, granularity, symbols)])
+        tree = merged.tree()
+        if symbols is not None:
+            symbols.note_unnamed(merged.unnamed, tree.names)
         return Merged(sel.profile_type, tree, self._profiles(r), tuple(symbols.state.warnings) if symbols else ())
 
     def _profiles(self, r: Rows) -> int:

@@ -101,14 +101,25 @@ def merge_blocks(blocks: BlockCache, keys: Mapping[str, str], block_id: np.ndarr
                  weights: np.ndarray | None, filters: Sequence[Filter] = ((),), row_filter: np.ndarray | None = None,
                  granularity: str = "functions", symbols: QuerySymbols | None = None) -> CallTree:
     """The call tree of the rows' kept samples, weighted by `weights[i]` (None: summed as they are),
-    keyed by function names or, with granularity "lines", by function, file and line. With `symbols`,
+    keyed by function names or, with granularity "lines", by function, file and line (`path_sums`
+    read into a tree)."""
+    sums, unnamed = path_sums(blocks, Rows(keys, block_id, row, weights, filters, row_filter), granularity, symbols)
+    tree = blocks.paths.tree(sums)
+    if symbols is not None:
+        symbols.note_unnamed(unnamed, tree.names)
+    return tree
+
+
+def path_sums(blocks: BlockCache, r: Rows, granularity: str = "functions",
+              symbols: QuerySymbols | None = None) -> tuple[np.ndarray, dict[str, str]]:
+    """The rows' kept samples summed per function path of `blocks.paths` (weighted as `merge_blocks`
+    says), and the frames no debug information named (see `QuerySymbols.unnamed`). With `symbols`,
     frames stored as bare addresses are symbolized first, `_SYMBOLIZE_BATCH` blocks' at once. Blocks are
     read as the cache streams them and entries folded one row group at a time, so memory stays bounded by
     the cache and a batch of blocks, not the range."""
-    merged = np.zeros(0, np.int64 if weights is None else np.float64)
+    merged = np.zeros(0, np.int64 if r.weights is None else np.float64)
     unnamed: dict[str, str] = {}
-    for batch in _batches(_groups(blocks, Rows(keys, block_id, row, weights, filters, row_filter)),
-                          _SYMBOLIZE_BATCH if symbols is not None else 1):
+    for batch in _batches(_groups(blocks, r), _SYMBOLIZE_BATCH if symbols is not None else 1):
         if symbols is not None:
             symbols.prepare([g.block.reader for g in batch])
         for g in batch:
@@ -121,10 +132,7 @@ def merge_blocks(blocks: BlockCache, keys: Mapping[str, str], block_id: np.ndarr
             if symbols is not None:
                 unnamed.update(symbols.unnamed(g.block.reader))
         del batch  # its blocks go before the next batch is fetched
-    tree = blocks.paths.tree(_grown(merged, len(blocks.paths)))
-    if symbols is not None:
-        symbols.note_unnamed(unnamed, tree.names)
-    return tree
+    return _grown(merged, len(blocks.paths)), unnamed
 
 
 # Blocks whose unsymbolized frames are asked of the symbolizer in one call (one call per query up to it).

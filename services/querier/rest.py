@@ -11,6 +11,7 @@ from flamewatch.pprof.profile_types import ProfileType
 from flamewatch.querier import api
 from flamewatch.querier.engine import Querier
 from flamewatch.querier.rest_models import (
+    AnalyzeAnswer,
     DiffAnswer,
     NamesAnswer,
     ProfileTypesAnswer,
@@ -102,6 +103,11 @@ def router(q: Querier) -> APIRouter:
                 "Content-Disposition": f'attachment; filename="{rendered.merged.profile_type.name}.pb.gz"'})
         return {"profile_type": rendered.merged.profile_type.id, "profiles": rendered.merged.profiles,
                 format: rendered.body, "partial": rendered.merged.partial, "warnings": list(rendered.merged.warnings)}
+
+    @r.get("/analyze", summary="What the query would read (blocks, their bytes, series, profiles), from the "
+           "index alone, and the tenant's limit on it", **_answers(AnalyzeAnswer))
+    def analyze(query: str, tenant: ReadTenant, start: From = None, until: Until = None) -> dict:
+        return api.analyze(q, tenant, query, *api.time_range(start, until)).json()
 
     @r.get("/changes", summary="What changed from selection a to b, function by function, with significance")
     def changes(tenant: ReadTenant, query: str | None = None, label: str | None = None, a: str | None = None,

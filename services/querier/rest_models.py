@@ -110,3 +110,11 @@ class DiffFlamegraphBody(_Strict):
 
 class DiffAnswer(_Strict):
     flamegraph: DiffFlamegraphBody
+
+
+class AnalyzeAnswer(_Strict):
+    blocks: int = Field(description="blocks holding the selected profiles in range; a query fetches each whole")
+    series: int = Field(description="selected series with profiles in range")
+    profiles: int = Field(description="their profiles in range (matchers on sample labels apply only when read)")
+    block_bytes: int = Field(description="the size of those blocks' objects")
+    max_bytes: int = Field(description="the tenant's --query.max-bytes; a query over it is refused (0: no limit)")

@@ -109,6 +109,14 @@ class QueryServicer(query_pb2_grpc.QueryServiceServicer):
                        for f in found.functions],
             a_profiles=found.profiles[0], b_profiles=found.profiles[1], notes=list(found.notes))
 
+    @handled
+    async def AnalyzeQuery(self, request, context):
+        tenant = grpc_tenant(context, Action.READ)
+        found = await asyncio.to_thread(api.analyze, self._q, tenant, request.query, *_range(request.range))
+        return query_pb2.AnalyzeQueryResponse(blocks=found.cost.blocks, series=found.cost.series,
+                                              profiles=found.cost.profiles, block_bytes=found.cost.bytes,
+                                              max_bytes=found.max_bytes)
+
 
 def _share(m) -> query_pb2.ShareChange:
     return query_pb2.ShareChange(a=m.a, b=m.b, change=m.change, low=m.low, high=m.high, p=m.p,

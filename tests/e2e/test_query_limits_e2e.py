@@ -73,3 +73,17 @@ def test_connect_answers_invalid_argument_and_deadline_exceeded(querier: Service
                 "end": now_ms}
         r = httpx.post(url, json=body, timeout=60)
         assert (r.status_code, r.json()) == (status, {"code": code, "message": message})
+
+
+def test_analyze_is_held_to_the_same_limits(querier: Service):
+    r = httpx.get(f"{querier.url}/api/v1/analyze", params={"query": CPU + selector(LIMIT + 1)}, timeout=60)
+    assert (r.status_code, r.json()) == (400, {"error": TOO_MANY})
+    r = httpx.get(f"{querier.url}/api/v1/analyze", params={"query": CPU + selector(LIMIT)}, timeout=60)
+    assert (r.status_code, r.json()) == (504, {"error": TIMED_OUT})
+    now = time.time_ns()
+    with grpc.insecure_channel(querier.grpc_address) as channel:
+        with pytest.raises(grpc.RpcError) as caught:
+            query_pb2_grpc.QueryServiceStub(channel).AnalyzeQuery(query_pb2.AnalyzeQueryRequest(
+                query=CPU + selector(LIMIT), range=types_pb2.TimeRange(start_ns=now - 3600 * 10**9, end_ns=now)),
+                timeout=60)
+        assert (caught.value.code(), caught.value.details()) == (grpc.StatusCode.DEADLINE_EXCEEDED, TIMED_OUT)

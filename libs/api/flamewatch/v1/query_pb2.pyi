@@ -319,3 +319,25 @@ class ChangesResponse(_message.Message):
     b_profiles: int
     notes: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, functions: _Optional[_Iterable[_Union[FunctionChange, _Mapping]]] = ..., a_profiles: _Optional[int] = ..., b_profiles: _Optional[int] = ..., notes: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class AnalyzeQueryRequest(_message.Message):
+    __slots__ = ("query", "range")
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    RANGE_FIELD_NUMBER: _ClassVar[int]
+    query: str
+    range: _types_pb2.TimeRange
+    def __init__(self, query: _Optional[str] = ..., range: _Optional[_Union[_types_pb2.TimeRange, _Mapping]] = ...) -> None: ...
+
+class AnalyzeQueryResponse(_message.Message):
+    __slots__ = ("blocks", "series", "profiles", "block_bytes", "max_bytes")
+    BLOCKS_FIELD_NUMBER: _ClassVar[int]
+    SERIES_FIELD_NUMBER: _ClassVar[int]
+    PROFILES_FIELD_NUMBER: _ClassVar[int]
+    BLOCK_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    blocks: int
+    series: int
+    profiles: int
+    block_bytes: int
+    max_bytes: int
+    def __init__(self, blocks: _Optional[int] = ..., series: _Optional[int] = ..., profiles: _Optional[int] = ..., block_bytes: _Optional[int] = ..., max_bytes: _Optional[int] = ...) -> None: ...

@@ -79,6 +79,11 @@ class QueryServiceStub:
                 request_serializer=flamewatch_dot_v1_dot_query__pb2.ChangesRequest.SerializeToString,
                 response_deserializer=flamewatch_dot_v1_dot_query__pb2.ChangesResponse.FromString,
                 _registered_method=True)
+        self.AnalyzeQuery = channel.unary_unary(
+                '/flamewatch.v1.QueryService/AnalyzeQuery',
+                request_serializer=flamewatch_dot_v1_dot_query__pb2.AnalyzeQueryRequest.SerializeToString,
+                response_deserializer=flamewatch_dot_v1_dot_query__pb2.AnalyzeQueryResponse.FromString,
+                _registered_method=True)
 
 
 class QueryServiceServicer:
@@ -145,6 +150,14 @@ class QueryServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AnalyzeQuery(self, request, context):
+        """What a Query of the same query and range would read, from the index alone (no block is read):
+        its blocks, their bytes, its series and profiles, and the tenant's limit on the bytes.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_QueryServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -192,6 +205,11 @@ def add_QueryServiceServicer_to_server(servicer, server):
                     servicer.Changes,
                     request_deserializer=flamewatch_dot_v1_dot_query__pb2.ChangesRequest.FromString,
                     response_serializer=flamewatch_dot_v1_dot_query__pb2.ChangesResponse.SerializeToString,
+            ),
+            'AnalyzeQuery': grpc.unary_unary_rpc_method_handler(
+                    servicer.AnalyzeQuery,
+                    request_deserializer=flamewatch_dot_v1_dot_query__pb2.AnalyzeQueryRequest.FromString,
+                    response_serializer=flamewatch_dot_v1_dot_query__pb2.AnalyzeQueryResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -437,6 +455,33 @@ class QueryService:
             '/flamewatch.v1.QueryService/Changes',
             flamewatch_dot_v1_dot_query__pb2.ChangesRequest.SerializeToString,
             flamewatch_dot_v1_dot_query__pb2.ChangesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AnalyzeQuery(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/flamewatch.v1.QueryService/AnalyzeQuery',
+            flamewatch_dot_v1_dot_query__pb2.AnalyzeQueryRequest.SerializeToString,
+            flamewatch_dot_v1_dot_query__pb2.AnalyzeQueryResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,60 @@
+"""What a query would read, known from the index before any block is fetched, and the per-tenant limit
+on it (`--query.max-bytes`, `--query.max-bytes-tenant`).
+
+A selection's profile rows name their blocks, and the `blocks` table knows each block's size: the cost
+is the blocks the rows are in, their bytes (a query fetches whole block objects), the series and the
+profiles. `AnalyzeQuery` answers it; every read of blocks checks it first, so a query over the limit is
+refused before it reads anything, with what it would have read and how to narrow it. With matchers on
+sample labels the profiles are those of the selected series: which samples pass is only known by
+reading them, so it is what the query reads, not what its answer counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from flamewatch.rpc.errors import CostLimitExceeded
+from flamewatch.storage.index import ProfileRows
+
+
+@dataclass(frozen=True)
+class QueryCost:
+    blocks: int
+    series: int
+    profiles: int
+    bytes: int  # of the block objects read
+
+
+class QueryTooCostly(CostLimitExceeded):
+    """A query would read more than its tenant's `--query.max-bytes`."""
+
+
+def cost_of(rows: ProfileRows, block_bytes: Mapping[str, int]) -> QueryCost:
+    """What reading the rows costs; `block_bytes` holds the size of each of their blocks."""
+    blocks = np.unique(rows.block_id).tolist() if len(rows) else []
+    return QueryCost(len(blocks), len(np.unique(rows.series_id)), len(rows),
+                     sum(block_bytes.get(b, 0) for b in blocks))
+
+
+def check(cost: QueryCost, limit: int, tenant: str) -> None:
+    """Refuse a query whose blocks hold more bytes than `limit` (0: no limit)."""
+    if limit and cost.bytes > limit:
+        raise QueryTooCostly(
+            f"the query would read {cost.blocks} blocks of {size(cost.bytes)} ({cost.profiles} profiles of "
+            f"{cost.series} series), more than the {size(limit)} a query of tenant {tenant} may read "
+            "(--query.max-bytes): narrow it with a shorter time range or a more specific selector, or raise "
+            "the limit (--query.max-bytes, or --query.max-bytes-tenant for this tenant)")
+
+
+_UNITS = ("bytes", "KiB", "MiB", "GiB", "TiB")
+
+
+def size(n: int) -> str:
+    """A byte count as people read it: 512 bytes, 1.5 MiB."""
+    value, unit = float(n), 0
+    while value >= 1024 and unit < len(_UNITS) - 1:
+        value, unit = value / 1024, unit + 1
+    return f"{n} bytes" if unit == 0 else f"{value:.3g} {_UNITS[unit]}"

@@ -100,7 +100,9 @@ class MaintenanceConfig:
 class IngesterConfig:
     http_address: str = ":4100"
     grpc_address: str = ":4101"
-    flush_interval_s: float = 0.5  # a push waits for its flush: half of this on average
+    # A push waits for its flush: up to this, plus the write. Clients that push together (SDKs answering
+    # on the same tick) all wait the whole interval: 0.4 s keeps their median answer under 0.5 s.
+    flush_interval_s: float = 0.4
     flush_bytes: int = 8 * MiB
     max_concurrent_flushes: int = 4
     sweep_interval_s: float = 300.0

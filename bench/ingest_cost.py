@@ -24,12 +24,14 @@ push is sent every 1/R s whatever the answers, as a fleet's pushes arrive.
 
 Per run: server CPU per profile, the utime + stime of every server process (`server_usage.py`: the
 `flamewatch all` process, its compactor child, the embedded Postgres's whole tree) from the first send
-to the last answer, divided by the pushes answered; each part apart. Peak memory: the sum of PSS over
+to the last answer, divided by the pushes answered; each part apart. The server's idle CPU per second
+(its self-profiling and loops, over `--idle` s before the pushes) is read too, and the CPU per profile
+above it: in open loop at a low rate the idle share is large. Peak memory: the sum of PSS over
 those processes, sampled every `--sample-every` s, and the main process's VmHWM. Acknowledgement
 latency p50 and p95, from a push's send to its answer. The load average at the start and end of the run.
 
-The figure is CPU time, not wall time, so `nice` hardly changes it; the machine's load moves it a
-little (caches and cores shared with neighbours), and is written beside every run. With several
+The figure is CPU time, not wall time, so `nice` hardly changes it; the machine's load still moves it
+(in the first runs a busier machine gave a lower figure, see the README), and is written beside every run. With several
 `--flush-interval` values the variants take turns run by run, so each sees the same moves of the load.
 
 The table gives the median of `--runs` with min and max, and the spread as ± % around the median; the
@@ -212,6 +214,7 @@ class Run:
     ack_p95_ms: float = float("nan")
     late: int = 0
     client_cpu_s: float = 0.0
+    idle_ms_per_s: float = 0.0  # the server's CPU before the pushes (its self-profiling, its loops), per second
     load_start: list[float] = field(default_factory=list)
     load_end: list[float] = field(default_factory=list)
     background: dict[str, float] = field(default_factory=dict)  # Counters over the run
@@ -219,6 +222,10 @@ class Run:
 
     def ms(self, part: str = "total") -> float:
         return 1e3 * self.cpu_s[part] / self.pushed if self.pushed else float("nan")
+
+    def above_idle_ms(self) -> float:
+        """CPU per profile less what the server would have spent idle over the same time."""
+        return (1e3 * self.cpu_s["total"] - self.idle_ms_per_s * self.wall_s) / self.pushed if self.pushed else 0.0
 
 
 def settle_compactor(node: allinone.AllInOne) -> None:
@@ -238,12 +245,15 @@ def settle_compactor(node: allinone.AllInOne) -> None:
 
 def run_once(work: Path, workload: str, variant: str, extra: list[str], pushes: list[Push], number: int,
              args: argparse.Namespace) -> Run:
-    data = work / f"{workload}-{variant.replace(' ', '')}-{number}"
+    data = work / f"{workload}-{variant.strip('-').replace(' ', '-')}-{number}"
     data.mkdir(parents=True)
     node, _ = allinone.start(data / "data", extra)
     run = Run(workload, variant, number)
     try:
         settle_compactor(node)
+        idle0 = server_usage.cpu(node)
+        time.sleep(args.idle)
+        run.idle_ms_per_s = 1e3 * (server_usage.cpu(node) - idle0).total / args.idle if args.idle else 0.0
         before = server_usage.counters(node)
         run.load_start = [round(x, 2) for x in os.getloadavg()]
         cpu0, own0 = server_usage.cpu(node), time.process_time()
@@ -378,7 +388,8 @@ def runs_table(runs: list[Run]) -> str:
 def variants_table(runs: list[Run]) -> str:
     """Per workload and variant: the medians that tell a flush interval or an arrival pattern apart."""
     lines = ["| workload | variant | runs | CPU ms/profile | all | Postgres | ack p50 ms | ack p95 ms | peak PSS MB | "
-             "pushes answered per s | pushes per flush |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "pushes answered per s | pushes per flush | idle CPU ms/s | CPU ms/profile above idle |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for (w, v), group in _groups(runs).items():
         lines.append(f"| {w} | {v} | {len(group)} | {median_range([r.ms() for r in group])} | "
                      f"{statistics.median(r.ms('main') for r in group):.2f} | "
@@ -387,7 +398,9 @@ def variants_table(runs: list[Run]) -> str:
                      f"{median_range([r.ack_p95_ms for r in group], '{:.0f}')} | "
                      f"{statistics.median(r.peak_pss_mb for r in group):.0f} | "
                      f"{statistics.median(r.pushed / r.wall_s for r in group if r.wall_s):.1f} | "
-                     f"{statistics.median(r.pushed / max(1, r.background['blocks_level0']) for r in group):.1f} |")
+                     f"{statistics.median(r.pushed / max(1, r.background['blocks_level0']) for r in group):.1f} | "
+                     f"{statistics.median(r.idle_ms_per_s for r in group):.1f} | "
+                     f"{median_range([r.above_idle_ms() for r in group])} |")
     return "\n".join(lines)
 
 
@@ -413,6 +426,7 @@ CANDIDATES = {
     "main process page faults/profile": lambda r: r.background["main_minor_faults"] / r.pushed,
     "main process preempted/profile": lambda r: r.background["main_preempted"] / r.pushed,
     "self-scrapes": lambda r: r.background["self_scrapes"],
+    "idle CPU ms/s before the run": lambda r: r.idle_ms_per_s,
     "load at start": lambda r: r.load_start[0],
     "wall s": lambda r: r.wall_s,
 }
@@ -539,6 +553,8 @@ def parse_args() -> argparse.Namespace:
                         "part of a multipart form (pyroscope-go) or as the body")
     parser.add_argument("--sample-every", type=float, default=0.15, help="seconds between memory samples")
     parser.add_argument("--settle", type=float, default=0.2, help="seconds after the last answer still counted")
+    parser.add_argument("--idle", type=float, default=4.0, help="seconds of the server's idle CPU read before the "
+                        "pushes (its self-profiling goes on during them)")
     return parser.parse_args()
 
 

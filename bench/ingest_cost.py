@@ -228,6 +228,20 @@ class Run:
         return (1e3 * self.cpu_s["total"] - self.idle_ms_per_s * self.wall_s) / self.pushed if self.pushed else 0.0
 
 
+def start_server(data: Path, extra: list[str], cpus: list[int] | None) -> allinone.AllInOne:
+    """`flamewatch all` on `data`; with `cpus`, it and every process it starts (the compactor, Postgres)
+    run on those cores only, and this process (the clients) on the others, for the length of the run."""
+    if not cpus:
+        return allinone.start(data, extra)[0]
+    everything = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, set(cpus))  # inherited by what the server starts
+    try:
+        node = allinone.start(data, extra)[0]
+    finally:
+        os.sched_setaffinity(0, everything - set(cpus) or everything)
+    return node
+
+
 def settle_compactor(node: allinone.AllInOne) -> None:
     """Wait until the compactor child has started and its CPU stands still (its imports take about a
     second): its start is not ingest. Gives up after COMPACTOR_SETTLE_S (compaction off, or slow)."""
@@ -247,7 +261,7 @@ def run_once(work: Path, workload: str, variant: str, extra: list[str], pushes: 
              args: argparse.Namespace) -> Run:
     data = work / f"{workload}-{variant.strip('-').replace(' ', '-')}-{number}"
     data.mkdir(parents=True)
-    node, _ = allinone.start(data / "data", extra)
+    node = start_server(data / "data", extra, args.server_cpus)
     run = Run(workload, variant, number)
     try:
         settle_compactor(node)
@@ -553,6 +567,9 @@ def parse_args() -> argparse.Namespace:
                         "part of a multipart form (pyroscope-go) or as the body")
     parser.add_argument("--sample-every", type=float, default=0.15, help="seconds between memory samples")
     parser.add_argument("--settle", type=float, default=0.2, help="seconds after the last answer still counted")
+    parser.add_argument("--server-cpus", type=int, nargs="*", default=None, metavar="CPU",
+                        help="run the server's processes on these cores only and the clients on the others "
+                        "(to see what running its threads side by side on idle cores costs)")
     parser.add_argument("--idle", type=float, default=4.0, help="seconds of the server's idle CPU read before the "
                         "pushes (its self-profiling goes on during them)")
     return parser.parse_args()

@@ -47,6 +47,7 @@ import asyncio
 import json
 import os
 import shutil
+import signal
 import statistics
 import tempfile
 import time
@@ -511,8 +512,16 @@ def plan(args: argparse.Namespace) -> Iterator[tuple[int, str, str, list[str]]]:
                 yield number, workload, variant, extra
 
 
+def _stop(signum: int, frame: object) -> None:
+    """Ctrl-C or kill: unwind through the `finally` that stops the server (SIGINT is ignored in a job
+    started in the background by a shell, and asyncio.run's own SIGINT handling only cancels the pushes)."""
+    raise SystemExit(128 + signum)
+
+
 def main() -> None:
     args = parse_args()
+    signal.signal(signal.SIGINT, _stop)
+    signal.signal(signal.SIGTERM, _stop)
     name, env_start = stamp(), environment()
     allinone.become_subreaper()
     print(f"ingest cost bench: {os.cpu_count()} cores, load average {env_start['load_average']}", flush=True)

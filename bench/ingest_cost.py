@@ -260,44 +260,53 @@ def settle_compactor(node: allinone.AllInOne) -> None:
 
 def run_once(work: Path, workload: str, variant: str, extra: list[str], pushes: list[Push], number: int,
              args: argparse.Namespace) -> Run:
+    """One run on a fresh server, stopped and its data directory removed whatever happens."""
     data = work / f"{workload}-{variant.strip('-').replace(' ', '-')}-{number}"
     data.mkdir(parents=True)
     node = start_server(data / "data", extra, args.server_cpus)
-    run = Run(workload, variant, number)
     try:
-        settle_compactor(node)
-        idle0 = server_usage.cpu(node)
-        time.sleep(args.idle)
-        run.idle_ms_per_s = 1e3 * (server_usage.cpu(node) - idle0).total / args.idle if args.idle else 0.0
-        before = server_usage.counters(node)
-        run.load_start = [round(x, 2) for x in os.getloadavg()]
-        cpu0, own0 = server_usage.cpu(node), time.process_time()
-        with server_usage.MemorySampler(node, args.sample_every) as memory:
-            url = f"{node.url}/ingest"
-            coro = open_loop(url, pushes, args.rate) if args.rate else closed_loop(url, pushes, args.clients)
-            answers = asyncio.run(coro)
-            time.sleep(args.settle)
-        cpu1, own1 = server_usage.cpu(node), time.process_time()
-        run.load_end = [round(x, 2) for x in os.getloadavg()]
-        run.main_hwm_mb = server_usage.vm_hwm_bytes(node.process.pid) / MB
-        after = server_usage.counters(node)
+        run = measure(node, pushes, Run(workload, variant, number), args)
     finally:
         allinone.stop(node)
         allinone.reap()  # the postmaster, adopted by this process once `flamewatch all` stopped it
         log = (data / "flamewatch.log").read_text(errors="replace").strip().splitlines()
         shutil.rmtree(data, ignore_errors=True)
-    used = cpu1 - cpu0
+    if run.failed:
+        run.errors += [f"server log: {line}" for line in log[-3:]]
+    return run
+
+
+def measure(node: allinone.AllInOne, pushes: list[Push], run: Run, args: argparse.Namespace) -> Run:
+    settle_compactor(node)
+    idle0 = server_usage.cpu(node)
+    time.sleep(args.idle)
+    run.idle_ms_per_s = 1e3 * (server_usage.cpu(node) - idle0).total / args.idle if args.idle else 0.0
+    before = server_usage.counters(node)  # read outside the CPU window: the reads cost the server a little
+    run.load_start = [round(x, 2) for x in os.getloadavg()]
+    cpu0, own0 = server_usage.cpu(node), time.process_time()
+    with server_usage.MemorySampler(node, args.sample_every) as memory:
+        url = f"{node.url}/ingest"
+        pushing = open_loop(url, pushes, args.rate) if args.rate else closed_loop(url, pushes, args.clients)
+        answers = asyncio.run(pushing)
+        time.sleep(args.settle)
+    cpu1, own1 = server_usage.cpu(node), time.process_time()
+    run.load_end = [round(x, 2) for x in os.getloadavg()]
+    run.main_hwm_mb = server_usage.vm_hwm_bytes(node.process.pid) / MB
+    run.client_cpu_s = own1 - own0
+    record(run, answers, cpu1 - cpu0, memory, server_usage.counters(node) - before)
+    return run
+
+
+def record(run: Run, answers: Answers, used: server_usage.Cpu, memory: server_usage.MemorySampler,
+           background: server_usage.Counters) -> None:
     run.cpu_s = {"main": used.main, "compactor": used.compactor, "postgres": used.postgres, "total": used.total}
     run.pushed, run.failed, run.typed, run.late = len(answers.latencies), answers.failed, answers.typed, answers.late
     run.wall_s = answers.last_answer - answers.first_send
     run.peak_pss_mb, run.peak_rss_mb, run.memory_samples = memory.peak / MB, memory.peak_rss / MB, memory.samples
     if answers.latencies:
         run.ack_p50_ms, run.ack_p95_ms = (1e3 * float(np.quantile(answers.latencies, q)) for q in (0.5, 0.95))
-    run.client_cpu_s = own1 - own0
-    diff = after - before
-    run.background = {k: v for k, v in asdict(diff).items() if k != "errors"}
-    run.errors = answers.errors + diff.errors + ([f"server log: {line}" for line in log[-3:]] if answers.failed else [])
-    return run
+    run.background = {k: v for k, v in asdict(background).items() if k != "errors"}
+    run.errors = answers.errors + background.errors
 
 
 def describe(run: Run) -> str:

@@ -209,6 +209,7 @@ class Run:
     cpu_s: dict[str, float] = field(default_factory=dict)  # main, compactor, postgres, total
     peak_pss_mb: float = 0.0
     peak_rss_mb: float = 0.0  # the sum of RSS: Postgres's shared buffers once per backend
+    peak_pss_parts_mb: dict[str, float] = field(default_factory=dict)  # each part's PSS at the peak
     main_hwm_mb: float = 0.0
     memory_samples: int = 0
     ack_p50_ms: float = float("nan")
@@ -303,6 +304,7 @@ def record(run: Run, answers: Answers, used: server_usage.Cpu, memory: server_us
     run.pushed, run.failed, run.typed, run.late = len(answers.latencies), answers.failed, answers.typed, answers.late
     run.wall_s = answers.last_answer - answers.first_send
     run.peak_pss_mb, run.peak_rss_mb, run.memory_samples = memory.peak / MB, memory.peak_rss / MB, memory.samples
+    run.peak_pss_parts_mb = {part: value / MB for part, value in memory.peak_parts.items()}
     if answers.latencies:
         run.ack_p50_ms, run.ack_p95_ms = (1e3 * float(np.quantile(answers.latencies, q)) for q in (0.5, 0.95))
     run.background = {k: v for k, v in asdict(background).items() if k != "errors"}
@@ -390,17 +392,18 @@ def goals_table(rows: list[list[str]]) -> str:
 
 def runs_table(runs: list[Run]) -> str:
     lines = ["| workload | variant | run | CPU ms/profile: total | all | compactor | Postgres | Postgres share | "
-             "peak PSS (RSS) MB | main VmHWM MB | ack p50 / p95 ms | wall s | load 1-min start → end | "
-             "checkpoints (buffers) | autovacuum | WAL MB | GC gen 0 / 1 / 2 | self-scrapes | flushes | "
-             "compacted blocks | failed |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "peak PSS MB: sum (all / compactor / Postgres) | sum of RSS | main VmHWM MB | ack p50 / p95 ms | wall s | "
+             "load 1-min start → end | checkpoints (buffers) | autovacuum | WAL MB | GC gen 0 / 1 / 2 | self-scrapes | "
+             "flushes | compacted blocks | failed |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in runs:
         b = r.background
         lines.append(
             f"| {r.workload} | {r.variant} | {r.number + 1} | {r.ms():.2f} | {r.ms('main'):.2f} | "
             f"{r.ms('compactor'):.2f} | {r.ms('postgres'):.2f} | "
             f"{100 * r.cpu_s['postgres'] / max(r.cpu_s['total'], 1e-9):.0f} % | "
-            f"{r.peak_pss_mb:.0f} ({r.peak_rss_mb:.0f}) | {r.main_hwm_mb:.0f} | "
+            f"{r.peak_pss_mb:.0f} ({' / '.join(f'{v:.0f}' for v in r.peak_pss_parts_mb.values())}) | "
+            f"{r.peak_rss_mb:.0f} | {r.main_hwm_mb:.0f} | "
             f"{r.ack_p50_ms:.0f} / {r.ack_p95_ms:.0f} | {r.wall_s:.1f} | "
             f"{r.load_start[0]:.2f} → {r.load_end[0]:.2f} | {b['checkpoints']:.0f} ({b['checkpoint_buffers']:.0f}) | "
             f"{b['autovacuums']:.0f} | {b['wal_bytes'] / MB:.1f} | {b['gc_gen0']:.0f} / {b['gc_gen1']:.0f} / "

@@ -85,11 +85,11 @@ def compactor_pids(node: allinone.AllInOne) -> list[int]:
     return descendants(node.process.pid)
 
 
-def pids(node: allinone.AllInOne) -> list[int]:
-    """Every process of the three parts."""
+def pids(node: allinone.AllInOne) -> dict[str, list[int]]:
+    """Every process of the three parts, by part."""
     postmaster = postmaster_pid(node.postgres)
     pg = [postmaster, *children(postmaster)] if postmaster is not None else []
-    return [node.process.pid, *descendants(node.process.pid), *pg]
+    return {"main": [node.process.pid], "compactor": descendants(node.process.pid), "postgres": pg}
 
 
 def rss_pss_bytes(pid: int) -> tuple[int, int]:
@@ -114,7 +114,8 @@ def vm_hwm_bytes(pid: int) -> int:
 
 class MemorySampler:
     """The sum of PSS over the server's processes every `every_s` seconds on a thread; `peak` and
-    `samples` once stopped, and `peak_rss`, the peak of the sum of RSS (shared pages once per process).
+    `samples` once stopped, `peak_parts` (each part's PSS in the sample of the peak) and `peak_rss`, the
+    peak of the sum of RSS (shared pages once per process).
     Reading smaps_rollup walks the page tables of the process read: the CPU is this process's, not the
     server's."""
 
@@ -123,6 +124,7 @@ class MemorySampler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="pss-sampler", daemon=True)
         self.peak = self.peak_rss = 0
+        self.peak_parts: dict[str, int] = {}
         self.samples = 0
 
     def __enter__(self) -> MemorySampler:
@@ -138,8 +140,11 @@ class MemorySampler:
         while not self._stop.is_set():
             if time.monotonic() - refreshed > PID_REFRESH_S:
                 found, refreshed = pids(self._node), time.monotonic()
-            rss, pss = (sum(x) for x in zip(*(rss_pss_bytes(pid) for pid in found), strict=True))
-            self.peak, self.peak_rss = max(self.peak, pss), max(self.peak_rss, rss)
+            read = {part: [rss_pss_bytes(pid) for pid in part_pids] for part, part_pids in found.items()}
+            parts = {part: sum(pss for _, pss in values) for part, values in read.items()}
+            if sum(parts.values()) > self.peak:
+                self.peak, self.peak_parts = sum(parts.values()), parts
+            self.peak_rss = max(self.peak_rss, sum(rss for values in read.values() for rss, _ in values))
             self.samples += 1
             self._stop.wait(self._every)
 

@@ -220,14 +220,14 @@ lint: $(VENV)/.installed
 # The storage benchmark of issue 8 (bench/README.md): real Go profiles as a fleet and a week through the
 # ingester into Postgres and MinIO, compaction, queries; prints the table and writes bench/results/.
 # Then issue 21's ingest cost against Pyroscope (bench-ingest, below).
-# Runs niced (the machine is shared); about 35 minutes, bench-quick about 3.
+# Runs niced (the machine is shared); about 40 minutes, bench-quick about 3.
 bench: test-deps
 	nice $(PY) bench/storage.py
 	@$(MAKE) --no-print-directory bench-ingest
 
 # Issue 21's goals against Grafana Pyroscope's figures (bench/ingest_cost.py): server CPU and peak memory
 # per profile of a fresh `flamewatch all` at its defaults, 16 clients pushing one pprof per POST /ingest,
-# small real Go CPU profiles and 300 KB ones, 5 runs each, and what moved between runs (about 15 minutes).
+# small real Go CPU profiles and 300 KB ones, 5 runs each, and what moved between runs (about 20 minutes).
 # Niced: its figures are CPU seconds and memory, which nice hardly changes; the load average is written
 # beside them. A quick look: make bench-ingest INGEST_COST_FLAGS="--small 300 --large 100 --runs 2"
 INGEST_COST_FLAGS ?=

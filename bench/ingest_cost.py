@@ -336,7 +336,8 @@ def describe(run: Run) -> str:
             f"{run.ms('compactor'):.2f}, Postgres {run.ms('postgres'):.2f}); peak PSS {run.peak_pss_mb:.0f} MB, "
             f"main VmHWM {run.main_hwm_mb:.0f} MB; ack p50 {run.ack_p50_ms:.0f} ms, p95 {run.ack_p95_ms:.0f} ms; "
             f"checkpoints {b.get('checkpoints', 0):.0f}, autovacuum {b.get('autovacuums', 0):.0f}, GC gen2 "
-            f"{b.get('gc_gen2', 0):.0f}; load {run.load_start[0]:.2f} -> {run.load_end[0]:.2f}")
+            f"{b.get('gc_gen2', 0):.0f}; load {run.load_start[0]:.2f} -> {run.load_end[0]:.2f}"
+            + (f"; {run.late} sent more than 50 ms late (open loop: the client fell behind)" if run.late else ""))
 
 
 # ------------------------------------------------------------------------------------- figures

@@ -40,7 +40,7 @@ define apt_install
 	@$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(1) > /dev/null
 endef
 
-.PHONY: deps test-deps run test compose-base-images kube-apiserver proto lint helm-docs helm-lint bench bench-quick bench-pipeline bench-demo bench-connect bench-restart bench-soak bench-security bench-oom bench-changes fuzz ui ui-test
+.PHONY: deps test-deps run test compose-base-images kube-apiserver proto lint helm-docs helm-lint bench bench-quick bench-ingest bench-pipeline bench-demo bench-connect bench-restart bench-soak bench-security bench-oom bench-changes fuzz ui ui-test
 
 # Two installs into the one virtualenv, each with its stamp, each redone when pyproject.toml changes:
 # RUN_ENV is Flamewatch and what running it needs (`make run`, split mode); DEV_ENV adds the test
@@ -226,9 +226,20 @@ lint: $(VENV)/.installed
 
 # The storage benchmark of issue 8 (bench/README.md): real Go profiles as a fleet and a week through the
 # ingester into Postgres and MinIO, compaction, queries; prints the table and writes bench/results/.
-# Runs niced (the machine is shared); about 20 minutes, bench-quick about 3.
+# Then issue 21's ingest cost against Pyroscope (bench-ingest, below).
+# Runs niced (the machine is shared); about 40 minutes, bench-quick about 3.
 bench: test-deps
 	nice $(PY) bench/storage.py
+	@$(MAKE) --no-print-directory bench-ingest
+
+# Issue 21's goals against Grafana Pyroscope's figures (bench/ingest_cost.py): server CPU and peak memory
+# per profile of a fresh `flamewatch all` at its defaults, 16 clients pushing one pprof per POST /ingest,
+# small real Go CPU profiles and 300 KB ones, 5 runs each, and what moved between runs (about 20 minutes).
+# Niced: its figures are CPU seconds and memory, which nice hardly changes; the load average is written
+# beside them. A quick look: make bench-ingest INGEST_COST_FLAGS="--small 300 --large 100 --runs 2"
+INGEST_COST_FLAGS ?=
+bench-ingest: test-deps
+	nice $(PY) bench/ingest_cost.py $(INGEST_COST_FLAGS)
 
 bench-quick: test-deps
 	nice $(PY) bench/storage.py --quick

@@ -36,6 +36,18 @@ RUN apt-get update \
 COPY libs/pprof/reader/Cargo.lock libs/pprof/reader/fetch_crates.py /tmp/reader/
 RUN mkdir -p /root/.cargo \
     && python3 /tmp/reader/fetch_crates.py /tmp/reader/Cargo.lock /tmp/crates >> /root/.cargo/config.toml
+# The reader's dependencies (PyO3 and the rest, most of its build time) in a layer of their own, rebuilt only
+# when Cargo.toml or Cargo.lock change: built for an empty lib.rs with what setuptools-rust passes (release,
+# --locked, the extension-module feature) into a fixed target directory, then the stub's own build removed (the
+# real sources, copied later, may be older than it). PYO3_PYTHON is set for both builds: setuptools-rust sets
+# it when unset, and a change reruns PyO3's build script and rebuilds everything after it.
+ENV CARGO_TARGET_DIR=/cargo-target PYO3_PYTHON=python3
+COPY libs/pprof/reader/Cargo.toml libs/pprof/reader/Cargo.lock libs/pprof/reader/
+RUN cd libs/pprof/reader \
+    && mkdir src && touch src/lib.rs \
+    && cargo build --release --locked --features extension-module \
+    && cargo clean --release -p flamewatch-pprof-reader \
+    && rm -r src
 COPY libs/ libs/
 COPY services/ services/
 COPY --from=ui /src/services/frontend/ui/dist/ services/frontend/ui/dist/

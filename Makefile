@@ -52,7 +52,7 @@ DEV_ENV := $(VENV)/.installed
 deps: $(RUN_ENV) $(WORKLOAD) $(UI_BUILD)
 
 # What the tests and benchmarks need on top.
-test-deps: deps $(DEV_ENV) $(MINIO)
+test-deps: deps $(DEV_ENV) $(MINIO) $(PANDAS_SITE)
 
 # The pprof reader is a Rust extension module (libs/pprof/reader) that the install builds with cargo, from
 # its committed Cargo.lock; a change to its sources redoes the install, which rebuilds it (a few seconds).
@@ -72,6 +72,17 @@ $(DEV_ENV): pyproject.toml | $(RUN_ENV)
 	@echo "make: adding the test tooling (the dev extra of pyproject.toml) to $(VENV)/ (the first time takes about two minutes)"
 	@$(PY) -m pip install --disable-pip-version-check --progress-bar on -e '.[dev]'
 	@touch $@
+
+# pandas for the test that reads a block with it (tests/integration/test_reading_blocks.py), kept out of the
+# virtualenv: with pandas importable, pyarrow imports it (and pyarrow.compute) at its first array, in every
+# process, which would load ~50 MB into Flamewatch's own processes in the tests and benchmarks. The test runs
+# pandas in a process of its own with this directory on its path; numpy and python-dateutil come from the venv.
+PANDAS_VERSION := 3.1.1
+PANDAS_SITE := $(CACHE)/pandas-$(PANDAS_VERSION)
+$(PANDAS_SITE): | $(DEV_ENV)
+	@echo "make: installing pandas $(PANDAS_VERSION) into $(PANDAS_SITE)/, apart from the virtualenv, for one test"
+	@$(PY) -m pip install --disable-pip-version-check -q --no-deps --target $@.tmp pandas==$(PANDAS_VERSION)
+	@mv $@.tmp $@
 
 # The S3 server the tests run against, built from source with the Go toolchain and cached.
 $(MINIO):

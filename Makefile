@@ -6,6 +6,9 @@ PY := $(VENV)/bin/python
 CACHE := .cache
 MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
 MINIO := $(CACHE)/bin/minio
+# pandas, apart from the virtualenv, for one test (see its rule below)
+PANDAS_VERSION := 3.1.1
+PANDAS_SITE := $(CACHE)/pandas-$(PANDAS_VERSION)
 HELM_VERSION := v3.22.0
 HELM := $(CACHE)/bin/helm
 CHART := deploy/helm/flamewatch
@@ -77,8 +80,6 @@ $(DEV_ENV): pyproject.toml | $(RUN_ENV)
 # virtualenv: with pandas importable, pyarrow imports it (and pyarrow.compute) at its first array, in every
 # process, which would load ~50 MB into Flamewatch's own processes in the tests and benchmarks. The test runs
 # pandas in a process of its own with this directory on its path; numpy and python-dateutil come from the venv.
-PANDAS_VERSION := 3.1.1
-PANDAS_SITE := $(CACHE)/pandas-$(PANDAS_VERSION)
 $(PANDAS_SITE): | $(DEV_ENV)
 	@echo "make: installing pandas $(PANDAS_VERSION) into $(PANDAS_SITE)/, apart from the virtualenv, for one test"
 	@$(PY) -m pip install --disable-pip-version-check -q --no-deps --target $@.tmp pandas==$(PANDAS_VERSION)

@@ -112,6 +112,8 @@ def supervise(args: argparse.Namespace, program: list[str]) -> None:
         while not stopping:
             kills_before, started_ns = cgroup.oom_kills(), time.time_ns()
             child = subprocess.Popen(program, preexec_fn=cgroup.enter)
+            if stopping:  # the signal came while Popen was starting it, before `stop` could see the child
+                child.terminate()
             returncode = child.wait()
             ended_ns = time.time_ns()
             if stopping:

@@ -202,5 +202,7 @@ def test_raw_body_and_multipart_from_a_plain_client_are_stored(sdk_cluster: Clus
     assert form.status_code == 200, form.text
     assert raw.json()["profiles"] == form.json()["profiles"] == 2  # samples and cpu
     match = f'{{__profile_type__="{CPU}"}}'
-    series = rest(sdk_cluster, "/series", tenant, {"match[]": match, "from": "now-10m"})["data"]
+    # The pprof's own time dates it (from/until only date a pprof without one), and `go_profiles` were
+    # captured when the session began: the range reaches back a day.
+    series = rest(sdk_cluster, "/series", tenant, {"match[]": match, "from": "now-24h"})["data"]
     assert sorted((s["service_name"], s["region"]) for s in series) == [("form", "us"), ("plain", "eu")]

@@ -87,6 +87,10 @@ def test_sigterm_stops_the_program_records_nothing_and_removes_the_cgroup(tmp_pa
              "the program in its cgroup", interval_s=0.05)
     started = time.monotonic()
     process.send_signal(signal.SIGTERM)
-    _, log = process.communicate(timeout=30)
+    try:
+        _, log = process.communicate(timeout=30)
+    finally:  # on a timeout, leave no supervisor (and no open pipe) to the tests after this one
+        process.kill()
+        process.communicate()
     assert process.returncode == 0 and time.monotonic() - started < 10, log
     assert events(tmp_path) == [] and not memory_cgroup.exists()

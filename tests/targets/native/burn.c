@@ -16,6 +16,9 @@
 #endif
 
 static volatile unsigned long sink;
+/* Read at every step so that the modulo is a real division (a constant one compiles to a mask or a
+ * multiply and leaves sum_squares too few samples to be sure to appear in a short profile). */
+static volatile unsigned long divisor = 7 + VARIANT;
 
 MIX_ATTR unsigned long mix(unsigned long x) {
     for (int i = 0; i < 64; i++) x = x * 6364136223846793005UL + 1442695040888963407UL + VARIANT;
@@ -30,7 +33,7 @@ __attribute__((noinline)) unsigned long hash_loop(unsigned long n) {
 
 __attribute__((noinline)) unsigned long sum_squares(unsigned long n) {
     unsigned long acc = 0;
-    for (unsigned long i = 0; i < n; i++) acc += i * i % (7 + VARIANT);
+    for (unsigned long i = 0; i < n; i++) acc += i * i % divisor;
     return acc;
 }
 
@@ -39,7 +42,7 @@ int main(int argc, char **argv) {
     clock_t end = clock() + (clock_t)(seconds * CLOCKS_PER_SEC);
     while (clock() < end) {
         sink += hash_loop(20000);
-        sink += sum_squares(40000);
+        sink += sum_squares(200000);
     }
     printf("%lu\n", sink);
     return 0;

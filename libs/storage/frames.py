@@ -2,7 +2,7 @@
 
 A frame is one line of one location: a location with inlined functions becomes several frames,
 innermost first, exactly as pprof orders its lines. Stacks are stored as a parent-pointer tree whose
-nodes are (parent node, frame); the tree is built level by level with numpy, one pass per stack depth.
+nodes are (parent node, frame), built in one walk by the pprof reader's extension (`build_stack_tree`).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from flamewatch.pprof import _reader
 from flamewatch.pprof.wire import expand_ranges
 
 
@@ -40,21 +41,14 @@ class StackTree:
 
 
 def build_stack_tree(offsets: np.ndarray, frames: np.ndarray, n_frames: int) -> StackTree:
-    """A trie over stacks given leaf first (pprof order): stack i is frames[offsets[i]:offsets[i+1]]."""
-    depth = np.diff(offsets)
-    node = np.zeros(len(depth), np.int64)
-    parents, labels = [np.array([-1])], [np.array([-1])]
-    count = 1
-    width = n_frames + 1
-    for d in range(int(depth.max()) if len(depth) else 0):
-        live = np.flatnonzero(depth > d)
-        key = node[live] * width + frames[offsets[live + 1] - 1 - d]
-        unique, inverse = np.unique(key, return_inverse=True)
-        parents.append(unique // width)
-        labels.append(unique % width)
-        node[live] = count + inverse
-        count += len(unique)
-    return StackTree(np.concatenate(parents), np.concatenate(labels), node)
+    """A trie over stacks given leaf first (pprof order): stack i is frames[offsets[i]:offsets[i+1]].
+
+    Node 0 is the root; then come the nodes of each depth in turn, those of one depth sorted by parent,
+    then frame. Built by the pprof reader's extension (`stacktree.rs`): one walk over the frames with a
+    hash map from (parent, frame) to node, where numpy needed a sort of every stack still live per depth."""
+    parent, frame, leaf = _reader.stack_tree(np.ascontiguousarray(offsets, np.int64),
+                                             np.ascontiguousarray(frames, np.int64), n_frames + 1)
+    return StackTree(*(np.frombuffer(column, np.int64) for column in (parent, frame, leaf)))
 
 
 def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -7,13 +7,18 @@
 //! integers (booleans as bytes) for `numpy.frombuffer`; flamewatch/pprof/decode.py owns that layout.
 //! Refusals raise NotProtobuf (the framing is not protobuf), Malformed (not pprof: the message says
 //! why) or RuleBroken (a sample's value count); decode.py turns them into flamewatch.pprof errors.
+//!
+//! `stack_tree(offsets, frames, width)` builds the stack tree of a flush's stacks (`stacktree.rs`) for
+//! flamewatch/storage/frames.py, from two int64 numpy arrays; it returns (parent, frame, leaf) as bytearrays.
 
 mod envelope;
+mod stacktree;
 mod tables;
 mod wire;
 
 use std::os::raw::c_char;
 
+use pyo3::buffer::PyBuffer;
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::ffi;
@@ -82,6 +87,36 @@ fn read<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyTuple>> {
     PyTuple::new(py, items)
 }
 
+/// The stack tree of stacks `frames[offsets[i]:offsets[i + 1]]` (leaf first), each frame in [0, width):
+/// (parent, frame, leaf) as bytearrays of int64; ValueError for input out of range.
+#[pyfunction]
+fn stack_tree<'py>(py: Python<'py>, offsets: PyBuffer<i64>, frames: PyBuffer<i64>,
+                   width: i64) -> PyResult<Bound<'py, PyTuple>> {
+    let (offsets, frames) = (contiguous(&offsets)?, contiguous(&frames)?);
+    // SAFETY: both buffers stay held (and so their memory alive) until this function returns; the
+    // addresses cross into the closure as integers because raw pointers are not Send.
+    let tree = py.allow_threads(|| {
+        let offsets = unsafe { std::slice::from_raw_parts(offsets.0 as *const i64, offsets.1) };
+        let frames = unsafe { std::slice::from_raw_parts(frames.0 as *const i64, frames.1) };
+        stacktree::build(offsets, frames, width)
+    }).map_err(PyValueError::new_err)?;
+    let parts = [&tree.parent, &tree.frame, &tree.leaf].map(|c| signed_column(py, c));
+    PyTuple::new(py, parts)
+}
+
+/// The address and length of a C-contiguous buffer's items.
+fn contiguous(buffer: &PyBuffer<i64>) -> PyResult<(usize, usize)> {
+    if !buffer.is_c_contiguous() {
+        return Err(PyValueError::new_err("the array is not C-contiguous"));
+    }
+    Ok((buffer.buf_ptr() as usize, buffer.item_count()))
+}
+
+fn signed_column<'py>(py: Python<'py>, values: &[i64]) -> Bound<'py, PyAny> {
+    let bytes = unsafe { std::slice::from_raw_parts(values.as_ptr() as *const u8, std::mem::size_of_val(values)) };
+    PyByteArray::new(py, bytes).into_any()
+}
+
 fn tuple<'py>(py: Python<'py>, items: impl Iterator<Item = Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
     Ok(PyTuple::new(py, items.collect::<Vec<_>>())?.into_any())
 }
@@ -118,6 +153,7 @@ fn strings<'py>(py: Python<'py>, data: &[u8], spans: &[Span]) -> PyResult<Bound<
 #[pymodule]
 fn _reader(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read, m)?)?;
+    m.add_function(wrap_pyfunction!(stack_tree, m)?)?;
     m.add("NotProtobuf", m.py().get_type::<NotProtobuf>())?;
     m.add("Malformed", m.py().get_type::<Malformed>())?;
     m.add("RuleBroken", m.py().get_type::<RuleBroken>())?;

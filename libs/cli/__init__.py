@@ -37,6 +37,7 @@ from flamewatch.cli import (
     frontend,
     gate,
     ingester,
+    memory,
     querier,
     symbolizer,
     upload,
@@ -68,6 +69,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Only child processes that exec at once are forked (the embedded Postgres); gRPC's fork handlers
     # would just log that they were skipped.
     os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "0")
+    # Before any thread starts or pyarrow is imported (importing this package imports neither): memory.py.
+    memory.configure()
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for chatty in ("pgserver", "httpx"):  # they log every command or request at INFO

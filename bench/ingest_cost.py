@@ -379,13 +379,14 @@ def main() -> None:
             runs.append(run_once(Path(tmp), workload, variant, extra, pushes, number, args))
             print(describe(runs[-1]), flush=True)
     env = {"start": env_start, "end": environment()}
-    text = markdown(name, args, env, runs, pool_sizes, large_size)
-    print("\n" + text)
     md = RESULTS_DIR / f"{name}-ingest-cost.md"
-    md.write_text(text)
+    # The measurements first: a fault in the tables below must not lose a run of many minutes.
     md.with_suffix(".json").write_text(json.dumps({"settings": vars(args), "environment": env,
                                                    "pyroscope": asdict(PYROSCOPE),
                                                    "runs": [asdict(r) for r in runs]}, indent=2) + "\n")
+    text = markdown(name, args, env, runs, pool_sizes, large_size)
+    print("\n" + text)
+    md.write_text(text)
     print(f"written to {md}")
 
 

@@ -173,7 +173,7 @@ def spread(runs: list[Run]) -> str:
     for (w, v), group in _groups(runs).items():
         if len(group) < 3:
             continue
-        cheap, dear = min(group, key=Run.ms), max(group, key=Run.ms)
+        cheap, dear = min(group, key=lambda r: r.ms()), max(group, key=lambda r: r.ms())
         moved = dear.ms() - cheap.ms()
         parts = ", ".join(f"{part} {dear.ms(part) - cheap.ms(part):+.2f}" for part in ("main", "compactor", "postgres"))
         total = np.array([r.ms() for r in group])

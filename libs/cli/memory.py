@@ -4,9 +4,10 @@ glibc's malloc gives each thread that allocates at once an arena of its own, up 
 an arena keeps what is freed in it for the next allocation rather than returning it. Flamewatch's
 threads (the pushes decoded at once, the flushes, the queries) each allocate tens of megabytes of numpy
 arrays and free them again, so every arena ends up holding its own high-water mark: under the 300 KB
-ingest bench the all-in-one peaked at 1.4-2.0 GB, of which a flush's live arrays are about 100 MB. With
-two arenas the same load peaked at 0.84-1.2 GB (median 1.0 of 5 runs) and the CPU per push did not
-change beyond the runs' own spread (bench/README.md, "Ingest cost").
+ingest bench the all-in-one peaked at 1.4-2.0 GB, of which a flush's live arrays are about 100 MB. Two
+arenas alone gave 0.98 GB in a run against 1.55 GB without; with Arrow's pool as below too, 0.84-1.2 GB
+(median 1.0 of 5 runs), and the CPU per push did not change beyond the runs' own spread
+(bench/README.md, "Ingest cost").
 
 pyarrow allocates from a pool of its own, mimalloc by default, which keeps freed pages as well; on the
 system allocator (and so on the two arenas) the peak was 0.90-0.93 GB in two runs against 1.02-1.25 GB

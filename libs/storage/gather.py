@@ -29,7 +29,7 @@ from flamewatch.storage.symbols import (
     merge_symbols,
     merge_symbols_in_batches,
     profiles_part,
-    samples_frames,
+    samples_stacks,
 )
 
 
@@ -69,8 +69,9 @@ def from_profiles(sources: Sequence[Profile], owners: Sequence[Sequence[int]],
                   values: Sequence[Sequence[np.ndarray]]) -> Gathered:
     """Source i's samples carry `values[i][j]` for output profile `owners[i][j]`."""
     symbols = merge_symbols([profiles_part(sources)])  # all sources as one part: one pass, not one each
-    offsets, frames = samples_frames(sources)
-    tree = build_stack_tree(offsets, symbols.frame_maps[0][frames], len(symbols.frames["function"]))
+    stacks = samples_stacks(sources)  # walked location by location: the frames are never expanded
+    tree = build_stack_tree(stacks.offsets, stacks.locations, len(symbols.frames["function"]),
+                            runs=(symbols.frame_maps[0][stacks.frame_first], stacks.frame_count))
     n_samples = np.array([len(p.samples) for p in sources], np.int64)
     entry_source = np.repeat(np.arange(len(sources)), [len(o) for o in owners])
     entry_owner = np.array([o for src in owners for o in src], np.int64)

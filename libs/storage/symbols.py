@@ -138,23 +138,37 @@ def stored_part(strings: np.ndarray, functions: np.ndarray, mappings: np.ndarray
     )
 
 
+@dataclass(frozen=True, eq=False)
+class SampleStacks:
+    """Each sample's stack as locations (leaf first), and each location's run of frames of the part the
+    pprofs make (`profiles_part`): a location's lines are consecutive frames there, innermost first."""
+
+    offsets: np.ndarray  # int64 [samples + 1]: sample i is locations[offsets[i]:offsets[i + 1]]
+    locations: np.ndarray  # int64 row of each stack entry in the concatenated locations
+    frame_first: np.ndarray  # int64 per location: its first frame
+    frame_count: np.ndarray  # int64 per location: its frames (its lines, at least one)
+
+    def frames(self) -> tuple[np.ndarray, np.ndarray]:
+        """The stacks expanded into frames, leaf first: (offsets [samples + 1], frames)."""
+        counts = self.frame_count[self.locations]
+        running = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        return running[self.offsets], expand_ranges(self.frame_first[self.locations], counts)
+
+
 def sample_frames(p: Profile) -> tuple[np.ndarray, np.ndarray]:
     """Each sample's stack as frames of `profile_part(p)`, leaf first: (offsets [n + 1], frames)."""
-    return samples_frames([p])
+    return samples_stacks([p]).frames()
 
 
-def samples_frames(ps: Sequence[Profile]) -> tuple[np.ndarray, np.ndarray]:
-    """Each sample's stack (of all pprofs' samples, one after another) as frames of `profiles_part(ps)`,
-    leaf first: (offsets [n + 1], frames)."""
+def samples_stacks(ps: Sequence[Profile]) -> SampleStacks:
+    """The stacks of all pprofs' samples, one after another, over the locations of `profiles_part(ps)`."""
     loc, s = _Concat([p.locations for p in ps]), _Concat([p.samples for p in ps])
     per_location = np.maximum(loc.run_lengths("line_offsets"), 1)
-    first = np.cumsum(per_location) - per_location
     sample_loc = _rows_of_each(s.cat("locations", np.uint64), s.source("locations"), loc.cat("id", np.uint64),
                                loc.source())
-    counts = per_location[sample_loc]
-    running = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     depths = s.run_lengths("offsets")
-    return running[np.concatenate([[0], np.cumsum(depths)]).astype(np.int64)], expand_ranges(first[sample_loc], counts)
+    return SampleStacks(np.concatenate([[0], np.cumsum(depths)]).astype(np.int64), sample_loc,
+                        np.cumsum(per_location) - per_location, per_location)
 
 
 class _Concat:

@@ -55,3 +55,33 @@ def test_arrays_of_other_types_and_strides_are_taken():
 def test_input_out_of_range_is_refused_with_what_is_wrong(offsets, frames, message):
     with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("(", r"\(").replace(")", r"\)")):
         build_stack_tree(np.array(offsets, np.int64), np.array(frames, np.int64), 3)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_stacks_of_locations_give_the_tree_of_their_expanded_frames(seed):
+    """A flush's stacks are walked as locations, each standing for its run of frames (a location's
+    lines, innermost first); the tree is the one of the stacks expanded into frames."""
+    rng = np.random.default_rng(seed)
+    count = rng.integers(1, 4, int(rng.integers(1, 30)))  # lines per location
+    first = np.cumsum(count) - count
+    n_frames = int(count.sum())
+    stacks = [rng.integers(0, len(count), int(rng.integers(0, 10))).tolist() for _ in range(200)]
+    stacks += [s[int(rng.integers(0, len(s))):] for s in stacks[:80] if s]
+    offsets = np.concatenate([[0], np.cumsum([len(s) for s in stacks])]).astype(np.int64)
+    locations = np.array([x for s in stacks for x in s], np.int64)
+    tree = build_stack_tree(offsets, locations, n_frames, runs=(first, count))
+    expanded = [[int(first[x]) + j for x in s for j in range(int(count[x]))] for s in stacks]
+    assert (tree.parent.tolist(), tree.frame.tolist(), tree.leaf.tolist()) == reference(expanded)
+
+
+@pytest.mark.parametrize(("first", "count", "locations", "message"), [
+    ([0, 3], [2, 2], [1], "location 1's frames 3+2 are outside [0, 4)"),  # frames up to n_frames are keys
+    ([0, 1], [1, 0], [0], "location 1's frames 1+0 are outside [0, 4)"),  # a location has at least one frame
+    ([0, 1], [1, 1], [2], "location 2 is outside [0, 2)"),
+    ([0, 1], [1], [0], "2 run starts but 1 run lengths"),
+])
+def test_locations_out_of_range_are_refused_with_what_is_wrong(first, count, locations, message):
+    with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("(", r"\(").replace(")", r"\)")
+                       .replace("+", r"\+")):
+        build_stack_tree(np.array([0, len(locations)], np.int64), np.array(locations, np.int64), 3,
+                         runs=(np.array(first, np.int64), np.array(count, np.int64)))

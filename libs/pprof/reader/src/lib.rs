@@ -8,10 +8,13 @@
 //! Refusals raise NotProtobuf (the framing is not protobuf), Malformed (not pprof: the message says
 //! why) or RuleBroken (a sample's value count); decode.py turns them into flamewatch.pprof errors.
 //!
-//! `stack_tree(offsets, frames, width)` builds the stack tree of a flush's stacks (`stacktree.rs`) for
-//! flamewatch/storage/frames.py, from two int64 numpy arrays; it returns (parent, frame, leaf) as bytearrays.
+//! `stack_tree(offsets, items, width, run_first=None, run_length=None)` builds the stack tree of a flush's
+//! stacks (`stacktree.rs`) for flamewatch/storage/frames.py, from int64 numpy arrays; it returns (parent,
+//! frame, leaf) as bytearrays. `unique_rows(matrix)` finds the distinct rows of an int64 matrix for
+//! frames.py's `unique_rows` (`rows.rs`).
 
 mod envelope;
+mod rows;
 mod stacktree;
 mod tables;
 mod wire;
@@ -87,21 +90,46 @@ fn read<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyTuple>> {
     PyTuple::new(py, items)
 }
 
-/// The stack tree of stacks `frames[offsets[i]:offsets[i + 1]]` (leaf first), each frame in [0, width):
-/// (parent, frame, leaf) as bytearrays of int64; ValueError for input out of range.
+/// The stack tree of stacks `items[offsets[i]:offsets[i + 1]]` (leaf first): each item a frame in
+/// [0, width), or, given `run_first` and `run_length`, a location standing for frames
+/// `run_first[l]..run_first[l] + run_length[l]` (innermost first). (parent, frame, leaf) as bytearrays
+/// of int64; ValueError for input out of range.
 #[pyfunction]
-fn stack_tree<'py>(py: Python<'py>, offsets: PyBuffer<i64>, frames: PyBuffer<i64>,
-                   width: i64) -> PyResult<Bound<'py, PyTuple>> {
-    let (offsets, frames) = (contiguous(&offsets)?, contiguous(&frames)?);
-    // SAFETY: both buffers stay held (and so their memory alive) until this function returns; the
+#[pyo3(signature = (offsets, items, width, run_first=None, run_length=None))]
+fn stack_tree<'py>(py: Python<'py>, offsets: PyBuffer<i64>, items: PyBuffer<i64>, width: i64,
+                   run_first: Option<PyBuffer<i64>>, run_length: Option<PyBuffer<i64>>) -> PyResult<Bound<'py, PyTuple>> {
+    let runs = match (&run_first, &run_length) {
+        (Some(first), Some(length)) => Some((contiguous(first)?, contiguous(length)?)),
+        (None, None) => None,
+        _ => return Err(PyValueError::new_err("run_first and run_length come together")),
+    };
+    let (offsets, items) = (contiguous(&offsets)?, contiguous(&items)?);
+    // SAFETY: every buffer stays held (and so its memory alive) until this function returns; the
     // addresses cross into the closure as integers because raw pointers are not Send.
     let tree = py.allow_threads(|| {
-        let offsets = unsafe { std::slice::from_raw_parts(offsets.0 as *const i64, offsets.1) };
-        let frames = unsafe { std::slice::from_raw_parts(frames.0 as *const i64, frames.1) };
-        stacktree::build(offsets, frames, width)
+        let slice = |(address, len): (usize, usize)| unsafe { std::slice::from_raw_parts(address as *const i64, len) };
+        let runs = runs.map(|(first, length)| stacktree::Runs { first: slice(first), length: slice(length) });
+        stacktree::build(slice(offsets), slice(items), width, runs)
     }).map_err(PyValueError::new_err)?;
-    let parts = [&tree.parent, &tree.frame, &tree.leaf].map(|c| signed_column(py, c));
+    let parts = [&tree.parent, &tree.frame, &tree.leaf].map(|c| column(py, c));
     PyTuple::new(py, parts)
+}
+
+/// The distinct rows of a 2-D int64 array (C-contiguous) in `rows.rs`'s order: (first row of each, each
+/// row's index among them) as bytearrays of int64, or None when two different rows share a hash.
+#[pyfunction]
+fn unique_rows<'py>(py: Python<'py>, matrix: PyBuffer<i64>) -> PyResult<Option<Bound<'py, PyTuple>>> {
+    let shape = matrix.shape().to_vec();
+    if shape.len() != 2 {
+        return Err(PyValueError::new_err(format!("the array has {} dimensions, not 2", shape.len())));
+    }
+    let values = contiguous(&matrix)?;
+    // SAFETY: as in stack_tree.
+    let found = py.allow_threads(|| {
+        let values = unsafe { std::slice::from_raw_parts(values.0 as *const i64, values.1) };
+        rows::unique(values, shape[0], shape[1])
+    });
+    found.map(|(first, inverse)| PyTuple::new(py, [column(py, &first), column(py, &inverse)])).transpose()
 }
 
 /// The address and length of a C-contiguous buffer's items.
@@ -112,17 +140,13 @@ fn contiguous(buffer: &PyBuffer<i64>) -> PyResult<(usize, usize)> {
     Ok((buffer.buf_ptr() as usize, buffer.item_count()))
 }
 
-fn signed_column<'py>(py: Python<'py>, values: &[i64]) -> Bound<'py, PyAny> {
-    let bytes = unsafe { std::slice::from_raw_parts(values.as_ptr() as *const u8, std::mem::size_of_val(values)) };
-    PyByteArray::new(py, bytes).into_any()
-}
-
 fn tuple<'py>(py: Python<'py>, items: impl Iterator<Item = Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
     Ok(PyTuple::new(py, items.collect::<Vec<_>>())?.into_any())
 }
 
-/// A column's values as bytes in native order, which numpy's uint64 and int64 read as they are.
-fn column<'py>(py: Python<'py>, values: &[u64]) -> Bound<'py, PyAny> {
+/// A column's values (u64 or i64) as bytes in native order, which numpy's uint64 and int64 read as they are.
+fn column<'py, T: Copy>(py: Python<'py>, values: &[T]) -> Bound<'py, PyAny> {
+    // SAFETY: plain integers, read as the bytes they are made of for as long as `values` lives.
     let bytes = unsafe { std::slice::from_raw_parts(values.as_ptr() as *const u8, std::mem::size_of_val(values)) };
     PyByteArray::new(py, bytes).into_any()
 }
@@ -154,6 +178,7 @@ fn strings<'py>(py: Python<'py>, data: &[u8], spans: &[Span]) -> PyResult<Bound<
 fn _reader(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read, m)?)?;
     m.add_function(wrap_pyfunction!(stack_tree, m)?)?;
+    m.add_function(wrap_pyfunction!(unique_rows, m)?)?;
     m.add("NotProtobuf", m.py().get_type::<NotProtobuf>())?;
     m.add("Malformed", m.py().get_type::<Malformed>())?;
     m.add("RuleBroken", m.py().get_type::<RuleBroken>())?;

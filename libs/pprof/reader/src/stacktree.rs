@@ -4,6 +4,12 @@
 //! The trie is walked once with a hash map from (parent, frame) to node, each stack from its root frame
 //! down; the nodes it made (far fewer than the frames walked) are then numbered in that order. Walking is
 //! linear in the frames; numbering sorts the nodes of one depth at a time.
+//!
+//! A stack's items are frames, or locations that each stand for a run of consecutive frames (a location's
+//! lines, innermost first), so a flush's stacks are walked without first being expanded into frames. The
+//! walk starts each stack where it leaves the one before: the root-side frames the two share are not
+//! looked up again (in the bench corpus's real Go profiles, 62 % of a heap profile's stack entries and
+//! 15 % of a CPU profile's are shared with the sample before).
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -14,6 +20,12 @@ pub struct Tree {
     pub parent: Vec<i64>,
     pub frame: Vec<i64>,
     pub leaf: Vec<i64>,
+}
+
+/// Each location's frames: location l is frames `first[l]..first[l] + length[l]`, innermost first.
+pub struct Runs<'a> {
+    pub first: &'a [i64],
+    pub length: &'a [i64],
 }
 
 /// Hashes the one u64 a key is with SplitMix64's finalizer: std's SipHash would cost more than the walk.
@@ -41,41 +53,103 @@ impl Hasher for KeyHasher {
 
 type NodeMap = HashMap<u64, usize, BuildHasherDefault<KeyHasher>>;
 
-/// Stack i is `frames[offsets[i]..offsets[i + 1]]`, leaf first (pprof's order); every frame is in
-/// [0, width). Err names what is wrong with the input.
-pub fn build(offsets: &[i64], frames: &[i64], width: i64) -> Result<Tree, String> {
-    check(offsets, frames, width)?;
-    let stacks = offsets.len().saturating_sub(1);
-    // The trie in the order the walk makes its nodes; node 0 is the root.
-    let mut parent: Vec<usize> = vec![usize::MAX];
-    let mut frame: Vec<i64> = vec![-1];
-    let mut depth: Vec<u32> = vec![0];
-    let mut map = NodeMap::default();
-    let mut leaf = Vec::with_capacity(stacks);
-    let width = width as u64;
-    for i in 0..stacks {
+/// The trie in the order the walk makes its nodes (node 0 is the root), and the path of the last stack.
+struct Trie {
+    parent: Vec<usize>,
+    frame: Vec<i64>,
+    depth: Vec<u32>,
+    map: NodeMap,
+    width: u64,
+    path: Vec<(i64, usize)>, // (frame, node) of the last stack walked, root side first
+}
+
+impl Trie {
+    fn new(width: i64) -> Trie {
+        Trie { parent: vec![usize::MAX], frame: vec![-1], depth: vec![0], map: NodeMap::default(),
+               width: width as u64, path: Vec::new() }
+    }
+
+    /// The leaf node of a stack given root side first.
+    fn walk(&mut self, root_first: impl Iterator<Item = i64>) -> usize {
         let mut node = 0usize;
-        for &f in frames[offsets[i] as usize..offsets[i + 1] as usize].iter().rev() {
-            let key = node as u64 * width + f as u64;
-            let above = node;
-            node = *map.entry(key).or_insert_with(|| {
-                parent.push(above);
-                frame.push(f);
-                depth.push(depth[above] + 1);
-                parent.len() - 1
-            });
+        let mut d = 0usize;
+        let mut shared = true;
+        for f in root_first {
+            if shared && d < self.path.len() && self.path[d].0 == f {
+                node = self.path[d].1;
+            } else {
+                shared = false;
+                node = self.child(node, f);
+                if d < self.path.len() {
+                    self.path[d] = (f, node);
+                } else {
+                    self.path.push((f, node));
+                }
+            }
+            d += 1;
         }
-        leaf.push(node);
+        self.path.truncate(d);
+        node
     }
-    drop(map);
-    let number = level_order(&parent, &frame, &depth);
-    let mut out = Tree { parent: vec![0; parent.len()], frame: vec![0; parent.len()], leaf: Vec::with_capacity(stacks) };
-    for (node, &n) in number.iter().enumerate() {
-        out.parent[n] = if node == 0 { -1 } else { number[parent[node]] as i64 };
-        out.frame[n] = frame[node];
+
+    fn child(&mut self, above: usize, f: i64) -> usize {
+        let (parent, frame, depth) = (&mut self.parent, &mut self.frame, &mut self.depth);
+        *self.map.entry(above as u64 * self.width + f as u64).or_insert_with(|| {
+            parent.push(above);
+            frame.push(f);
+            depth.push(depth[above] + 1);
+            parent.len() - 1
+        })
     }
-    out.leaf.extend(leaf.iter().map(|&node| number[node] as i64));
-    Ok(out)
+
+    /// The tree in its documented order, with the walk's leaf nodes renumbered.
+    fn finish(self, leaf: &[usize]) -> Tree {
+        let Trie { parent, frame, depth, map, .. } = self;
+        drop(map);
+        let number = level_order(&parent, &frame, &depth);
+        let mut out = Tree { parent: vec![0; parent.len()], frame: vec![0; parent.len()], leaf: Vec::with_capacity(leaf.len()) };
+        for (node, &n) in number.iter().enumerate() {
+            out.parent[n] = if node == 0 { -1 } else { number[parent[node]] as i64 };
+            out.frame[n] = frame[node];
+        }
+        out.leaf.extend(leaf.iter().map(|&node| number[node] as i64));
+        out
+    }
+}
+
+/// Stack i is `items[offsets[i]..offsets[i + 1]]`, leaf first (pprof's order). Without `runs` every item
+/// is a frame in [0, width); with them an item is a location, standing for its run of frames (each in
+/// [0, width)). Err names what is wrong with the input.
+pub fn build(offsets: &[i64], items: &[i64], width: i64, runs: Option<Runs>) -> Result<Tree, String> {
+    let what = if runs.is_some() { "locations" } else { "frames" };
+    check(offsets, items, width, what)?;
+    let stacks = offsets.len().saturating_sub(1);
+    let mut trie = Trie::new(width);
+    let mut leaf = Vec::with_capacity(stacks);
+    match runs {
+        None => {
+            check_items(items, width as u64, "frame")?;
+            check_keys(items.len() as u64, width)?;
+            for i in 0..stacks {
+                let stack = &items[offsets[i] as usize..offsets[i + 1] as usize];
+                leaf.push(trie.walk(stack.iter().rev().copied()));
+            }
+        }
+        Some(runs) => {
+            check_runs(&runs, width)?;
+            check_items(items, runs.first.len() as u64, "location")?;
+            check_keys(items.iter().map(|&l| runs.length[l as usize] as u64).sum(), width)?;
+            for i in 0..stacks {
+                let stack = &items[offsets[i] as usize..offsets[i + 1] as usize];
+                let frames = stack.iter().rev().flat_map(|&l| {
+                    let (first, length) = (runs.first[l as usize], runs.length[l as usize]);
+                    (first..first + length).rev()
+                });
+                leaf.push(trie.walk(frames));
+            }
+        }
+    }
+    Ok(trie.finish(&leaf))
 }
 
 /// The number of each node in the tree's order: by depth, then parent's number, then frame.
@@ -107,7 +181,7 @@ fn level_order(parent: &[usize], frame: &[i64], depth: &[u32]) -> Vec<usize> {
     number
 }
 
-fn check(offsets: &[i64], frames: &[i64], width: i64) -> Result<(), String> {
+fn check(offsets: &[i64], items: &[i64], width: i64, what: &str) -> Result<(), String> {
     if width < 1 {
         return Err(format!("width {} is not positive", width));
     }
@@ -120,16 +194,35 @@ fn check(offsets: &[i64], frames: &[i64], width: i64) -> Result<(), String> {
         return Err(format!("offsets decrease at stack {}", w));
     }
     if let Some(&last) = offsets.last() {
-        if last as u64 > frames.len() as u64 {
-            return Err(format!("offsets end at {} but there are {} frames", last, frames.len()));
+        if last as u64 > items.len() as u64 {
+            return Err(format!("offsets end at {} but there are {} {}", last, items.len(), what));
         }
     }
-    if let Some(&bad) = frames.iter().find(|&&f| f < 0 || f >= width) {
-        return Err(format!("frame {} is outside [0, {})", bad, width));
+    Ok(())
+}
+
+fn check_items(items: &[i64], bound: u64, what: &str) -> Result<(), String> {
+    if let Some(&bad) = items.iter().find(|&&x| x < 0 || x as u64 >= bound) {
+        return Err(format!("{} {} is outside [0, {})", what, bad, bound));
     }
-    let nodes_bound = (frames.len() as u64 + 1).checked_mul(width as u64);
-    if nodes_bound.is_none() {
-        return Err(format!("{} frames of width {} overflow the node keys", frames.len(), width));
+    Ok(())
+}
+
+/// Node keys are node * width + frame, and a walk makes at most one node per frame it walks.
+fn check_keys(frames_walked: u64, width: i64) -> Result<(), String> {
+    if (frames_walked + 1).checked_mul(width as u64).map_or(true, |bound| bound > i64::MAX as u64) {
+        return Err(format!("{} frames of width {} overflow the node keys", frames_walked, width));
+    }
+    Ok(())
+}
+
+fn check_runs(runs: &Runs, width: i64) -> Result<(), String> {
+    if runs.first.len() != runs.length.len() {
+        return Err(format!("{} run starts but {} run lengths", runs.first.len(), runs.length.len()));
+    }
+    let bad = runs.first.iter().zip(runs.length).position(|(&f, &n)| f < 0 || n < 1 || f.checked_add(n).map_or(true, |end| end > width));
+    if let Some(l) = bad {
+        return Err(format!("location {}'s frames {}+{} are outside [0, {})", l, runs.first[l], runs.length[l], width));
     }
     Ok(())
 }
@@ -143,7 +236,7 @@ mod tests {
         // Stacks leaf first: [2, 1, 0], [3, 1, 0], [1, 0], [] and [0, 5].
         let offsets = [0, 3, 6, 8, 8, 10];
         let frames = [2, 1, 0, 3, 1, 0, 1, 0, 0, 5];
-        let tree = build(&offsets, &frames, 6).unwrap();
+        let tree = build(&offsets, &frames, 6, None).unwrap();
         // Depth 1: (root, 0)=1, (root, 5)=2; depth 2: (1, 1)=3, (2, 0)=4; depth 3: (3, 2)=5, (3, 3)=6.
         assert_eq!(tree.parent, vec![-1, 0, 0, 1, 2, 3, 3]);
         assert_eq!(tree.frame, vec![-1, 0, 5, 1, 0, 2, 3]);
@@ -151,16 +244,29 @@ mod tests {
     }
 
     #[test]
+    fn locations_stand_for_their_runs_of_frames() {
+        // Location 0 is frames [0, 1] (0 inlined into 1), location 1 is frame 2 alone, location 2 frame 3.
+        let runs = Runs { first: &[0, 2, 3], length: &[2, 1, 1] };
+        let by_location = build(&[0, 2, 4, 5], &[1, 0, 2, 0, 0], 6, Some(runs)).unwrap();
+        let by_frame = build(&[0, 3, 6, 8], &[2, 0, 1, 3, 0, 1, 0, 1], 6, None).unwrap();
+        assert_eq!(by_location, by_frame);
+    }
+
+    #[test]
     fn no_stacks_is_the_root_alone() {
-        let tree = build(&[0], &[], 1).unwrap();
+        let tree = build(&[0], &[], 1, None).unwrap();
         assert_eq!(tree, Tree { parent: vec![-1], frame: vec![-1], leaf: vec![] });
-        assert_eq!(build(&[], &[], 1).unwrap().leaf, Vec::<i64>::new());
+        assert_eq!(build(&[], &[], 1, None).unwrap().leaf, Vec::<i64>::new());
     }
 
     #[test]
     fn input_out_of_range_is_refused() {
-        assert!(build(&[0, 1], &[7], 6).unwrap_err().contains("frame 7"));
-        assert!(build(&[0, 2], &[1], 6).unwrap_err().contains("offsets end at 2"));
-        assert!(build(&[1, 0], &[1], 6).unwrap_err().contains("decrease"));
+        assert!(build(&[0, 1], &[7], 6, None).unwrap_err().contains("frame 7"));
+        assert!(build(&[0, 2], &[1], 6, None).unwrap_err().contains("offsets end at 2"));
+        assert!(build(&[1, 0], &[1], 6, None).unwrap_err().contains("decrease"));
+        let runs = || Runs { first: &[0, 5], length: &[2, 2] };
+        assert!(build(&[0, 1], &[0], 6, Some(runs())).unwrap_err().contains("location 1's frames 5+2"));
+        let runs = Runs { first: &[0], length: &[1] };
+        assert!(build(&[0, 1], &[1], 6, Some(runs)).unwrap_err().contains("location 1 is outside [0, 1)"));
     }
 }

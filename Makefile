@@ -43,7 +43,7 @@ define apt_install
 	@$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(1) > /dev/null
 endef
 
-.PHONY: deps test-deps run test compose-base-images kube-apiserver proto lint helm-docs helm-lint bench bench-quick bench-ingest bench-pipeline bench-demo bench-connect bench-restart bench-soak bench-security bench-oom bench-changes fuzz ui ui-test
+.PHONY: deps test-deps run test compose-base-images kube-apiserver proto lint helm-docs helm-lint bench bench-quick bench-ingest bench-pipeline bench-demo bench-connect bench-restart bench-soak bench-security bench-oom bench-changes fuzz ui ui-test reader-test
 
 # Two installs into the one virtualenv, each with its stamp, each redone when pyproject.toml changes:
 # RUN_ENV is Flamewatch and what running it needs (`make run`, split mode); DEV_ENV adds the test
@@ -185,8 +185,13 @@ run: deps
 	$(VENV)/bin/flamewatch all --config.file examples/flamewatch.yaml
 
 test: test-deps $(HELM) $(KUBE_APISERVER) $(ALERTMANAGER) $(PROMETHEUS) $(ETCD) $(UI_BUILD) $(CHROMIUM) $(DEBUGINFOD) $(GPERFTOOLS) $(DOCKERD) \
-		$(DEBOOTSTRAP) $(COMPOSE) ui-test
+		$(DEBOOTSTRAP) $(COMPOSE) ui-test reader-test
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The pprof reader's own Rust tests (the tree walk, distinct rows, varints), in its cargo build directory;
+# they link libpython, as the extension module built without pyo3's extension-module feature does.
+reader-test: $(RUN_ENV)
+	@cd $(READER) && cargo test --locked --quiet
 
 # The web UI (TypeScript, React, Vite): npm packages from the committed lock file, built into $(UI)/dist,
 # which flamewatch all and flamewatch frontend serve at /. Rebuilt when its sources change.

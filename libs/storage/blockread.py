@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
@@ -14,7 +15,7 @@ import pyarrow.parquet as pq
 from flamewatch.pprof.wire import expand_ranges
 from flamewatch.storage.blockformat import META_KEY, PROFILE_COLUMNS, READABLE_VERSIONS, SCHEMA, SECTION_PREFIXES
 from flamewatch.storage.framenames import frame_line_names, frame_names, frame_table
-from flamewatch.storage.frames import forest_depths
+from flamewatch.storage.frames import forest_depths, row_codes
 from flamewatch.storage.symbols import SymbolPart, stored_part
 
 # What the parsed parquet footer of an open block holds in C++ memory that no Python figure shows: per column
@@ -38,6 +39,26 @@ def _taker(offsets: np.ndarray, rows: np.ndarray, counts: np.ndarray):
     first, last = rows[np.r_[0, breaks]], rows[np.r_[breaks - 1, len(rows) - 1]]
     spans = list(zip(offsets[first].tolist(), offsets[last + 1].tolist()))  # one step per run, not per row
     return lambda column: np.concatenate([column[lo:hi] for lo, hi in spans]) if spans else column[:0]
+
+
+@dataclass(frozen=True, eq=False)
+class StoredTrees:
+    """A block's trees section: per tree (ordered by series fingerprint, then hour) its series and hour,
+    and its entries `offsets[i]:offsets[i + 1]` of (stack node, summed value)."""
+
+    fingerprint: np.ndarray  # int64
+    hour: np.ndarray  # int64 ns, the start of the hour
+    offsets: np.ndarray  # int64, one more than trees
+    node: np.ndarray  # int64
+    value: np.ndarray  # int64
+
+    def find(self, fingerprint: np.ndarray, hour: np.ndarray) -> np.ndarray:
+        """The tree of each (series fingerprint, hour); -1 where the block holds none."""
+        n = len(self.fingerprint)
+        code, first = row_codes([np.r_[self.fingerprint, fingerprint], np.r_[self.hour, hour]])
+        tree_of = np.full(len(first), -1, np.int64)
+        tree_of[code[:n]] = np.arange(n)
+        return tree_of[code[n:]]
 
 
 class BlockReader:
@@ -201,6 +222,27 @@ class BlockReader:
         if weights is None:
             return owner, take(nodes), picked_sets, take(values)
         return owner, take(nodes), picked_sets, take(values) * np.repeat(np.asarray(weights, np.float64)[pick], counts)
+
+    # -------------------------------------------------------------------------------------- trees
+
+    @property
+    def has_trees(self) -> bool:
+        """Whether the block holds pre-merged trees (compacted since they were written)."""
+        return "trees" in self._sections
+
+    @cached_property
+    def trees(self) -> StoredTrees:
+        """The pre-merged tree of each series and hour the block holds (none when it has no trees section)."""
+        table = self._read("trees", ["series_fingerprint", "time_ns", "nodes", "values"]).combine_chunks()
+        if not table.num_rows:
+            empty = np.zeros(0, np.int64)
+            return StoredTrees(empty, empty, np.zeros(1, np.int64), empty, empty)
+        nodes = table.column("nodes").chunk(0)
+        offsets = nodes.offsets.to_numpy().astype(np.int64)
+        return StoredTrees(table.column("series_fingerprint").to_numpy().astype(np.int64),
+                           table.column("time_ns").to_numpy().astype(np.int64), offsets - offsets[0],
+                           nodes.flatten().to_numpy().astype(np.int64),
+                           table.column("values").chunk(0).flatten().to_numpy().astype(np.int64))
 
     # -------------------------------------------------------------------------------------- symbols
 

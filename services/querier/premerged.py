@@ -16,6 +16,7 @@ time, never a wrong answer.
 from __future__ import annotations
 
 import numpy as np
+from prometheus_client import Counter
 
 from flamewatch.pprof.wire import expand_ranges
 from flamewatch.querier.blocks import BlockCache
@@ -26,6 +27,8 @@ from flamewatch.querier.symbolization import QuerySymbols
 from flamewatch.storage.blockformat import TREE_SPAN_NS
 from flamewatch.storage.gather import Gathered
 from flamewatch.storage.index import ProfileRows
+
+TREE_PROFILES = Counter("flamewatch_querier_tree_profiles", "Profiles merges took from pre-merged trees, not read")
 
 
 def whole_hours(rows: ProfileRows, row_filter: np.ndarray | None, with_trees: np.ndarray, start: int,
@@ -72,6 +75,7 @@ def tree_entries(g: Group, owners: bool) -> GroupEntries:
     repeated = np.bincount(mine[(mine >= 0) & ~_distinct(g.rows)], minlength=len(trees.fingerprint))
     usable = (given == held) & (repeated == 0)  # a row given twice counts twice in a merge, never in a tree
     whole = (mine >= 0) & usable[np.maximum(mine, 0)]
+    TREE_PROFILES.inc(int(whole.sum()))
     used, first = np.unique(mine[whole], return_index=True)
     counts = trees.offsets[used + 1] - trees.offsets[used]
     picked = expand_ranges(trees.offsets[used], counts)

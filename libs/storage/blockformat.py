@@ -18,10 +18,10 @@ columns are null there and cost next to nothing):
                total, content_hash, and per profile three lists: nodes, labelsets, values, one entry
                per distinct (stack node, label set) with its summed self value
     trees      series_fingerprint, time_ns (the hour's start), duration_ns (TREE_SPAN_NS), total, and the
-               lists nodes and values: per series and hour of profile time, the plain sum of its profiles'
-               self values per stack node (label sets summed away). Only compacted blocks carry it;
-               the querier reads it instead of the profiles when a query takes the whole hour of a series
-               and filters no samples (see the querier's `premerged`)
+               lists nodes and values: per series and hour of profile time with at least TREE_MIN_PROFILES
+               profiles, the plain sum of their self values per stack node (label sets summed away).
+               Only compacted blocks carry it; the querier reads it instead of the profiles when a query
+               takes the whole hour of a series and filters no samples (see the querier's `premerged`)
 
 Version 1 blocks (no mapping_flags, location_id, location_column, labels, content_hash or labelsets:
 every frame its own location, no sample labels) are still read.
@@ -53,6 +53,9 @@ FORMAT_VERSION = 3
 READABLE_VERSIONS = (1, 2, 3)
 META_KEY = b"flamewatch.block"  # the file metadata key of the block's layout (see above)
 TREE_SPAN_NS = 3600 * 10**9  # a pre-merged tree sums one series' profiles of one hour
+# A series' hour of fewer profiles has no tree: its one profile is as small to read as a tree would be,
+# and a tree beside it would double what it stores
+TREE_MIN_PROFILES = 2
 
 SCHEMA = pa.schema([
     ("section", pa.string()),

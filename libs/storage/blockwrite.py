@@ -15,9 +15,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from flamewatch.pprof.profile_types import TypedProfile
-from flamewatch.storage.blockformat import FORMAT_VERSION, META_KEY, PROFILE_COLUMNS, SCHEMA, TREE_SPAN_NS
+from flamewatch.storage.blockformat import (
+    FORMAT_VERSION,
+    META_KEY,
+    PROFILE_COLUMNS,
+    SCHEMA,
+    TREE_MIN_PROFILES,
+    TREE_SPAN_NS,
+)
 from flamewatch.storage.blockread import BlockReader
-from flamewatch.storage.frames import sums_by
+from flamewatch.storage.frames import row_codes, sums_by
 from flamewatch.storage.gather import from_profiles, stage_blocks
 from flamewatch.storage.symbols import Symbols
 
@@ -68,7 +75,7 @@ def compact(parts: Sequence[tuple[BlockReader, np.ndarray]], order: np.ndarray |
 
 
 def compact_into(sink: BinaryIO, parts: Sequence[tuple[BlockReader, np.ndarray]],
-                 order: np.ndarray | None = None, trees: bool = False) -> None:
+                 order: np.ndarray | None = None, trees: bool = False) -> bool:
     """Write to `sink` a new block holding the given profile rows of the given blocks (any readable version);
     symbols, label sets and stacks are de-duplicated across all of them and every per-profile column is
     carried over. Row i of the new block is input row `order[i]`, counting the parts' rows one after
@@ -76,7 +83,8 @@ def compact_into(sink: BinaryIO, parts: Sequence[tuple[BlockReader, np.ndarray]]
 
     The rows are written a row group at a time: what is held at once besides the merged symbols and stack
     tree is one group's entries, whatever the number of profiles (`gather.stage_blocks`). With `trees`,
-    the block also holds the pre-merged tree of each series and hour of its profiles (`_Trees`)."""
+    the block also holds the pre-merged tree of each series and hour of its profiles (`_Trees`); returns
+    whether it holds any."""
     profiles = _profile_table(parts)
     order = np.arange(profiles.num_rows) if order is None else np.asarray(order, np.int64)
     profiles = profiles.take(pa.array(order))
@@ -97,13 +105,15 @@ def compact_into(sink: BinaryIO, parts: Sequence[tuple[BlockReader, np.ndarray]]
         if merged is not None:
             block.add_trees(*merged.section())
         block.close()
+        return block.has_trees
     finally:
         staged.close()
 
 
 class _Trees:
-    """The trees section of a block being written: per series and hour of its profiles, their values
-    summed per stack node, gathered as the profiles are written a row group at a time. Sums are exact
+    """The trees section of a block being written: per series and hour of its profiles (that has at least
+    TREE_MIN_PROFILES), their values summed per stack node, gathered as the profiles are written a row
+    group at a time. Sums are exact
     integer sums, so a query adding a tree gets what adding its profiles gives."""
 
     def __init__(self, profiles: pa.Table):
@@ -111,14 +121,18 @@ class _Trees:
         time = profiles.column("time_ns").to_numpy()
         hour = time - time % TREE_SPAN_NS
         self._fingerprint, self._hour = fingerprint, hour
+        code, _ = row_codes([fingerprint, hour])
+        self._in_tree = np.bincount(code)[code] >= TREE_MIN_PROFILES if len(code) else np.zeros(0, bool)
         self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (row, node, sum) per call of add
 
     def add(self, lo: int, hi: int, counts: np.ndarray, node: np.ndarray, value: np.ndarray) -> None:
         """The entries of rows [lo, hi) (`counts` per row): summed per (series, hour, node) at once, so what
         is kept grows with the trees, not the entries."""
         row = np.repeat(np.arange(lo, hi, dtype=np.int64), counts)
+        kept = self._in_tree[row]
+        row, node, value = row[kept], np.asarray(node, np.int64)[kept], np.asarray(value)[kept]
         first, sums = sums_by([self._fingerprint[row], self._hour[row], node], value)
-        self._parts.append((row[first], np.asarray(node, np.int64)[first], sums))
+        self._parts.append((row[first], node[first], sums))
 
     def section(self) -> tuple[dict, np.ndarray, np.ndarray, np.ndarray]:
         """(per-tree columns, entries per tree, node, value), trees in order of series and hour, each
@@ -226,6 +240,10 @@ class _BlockFile:
                 self._end_group()
             self._group = int(group[lo])
             self._pending.append(table.slice(lo, hi - lo))
+
+    @property
+    def has_trees(self) -> bool:
+        return self._trees is not None
 
     def add_trees(self, columns: dict, counts: np.ndarray, node: np.ndarray, value: np.ndarray) -> None:
         """The trees section (see `_Trees`), written at `close` after the profiles."""

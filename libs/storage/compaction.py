@@ -329,10 +329,10 @@ def _write_bucket(store: ObjectStore, tenant: str, level: int, rows: ProfileRows
     new_id = str(ULID())
     lo, hi = int(rows.time.min()), int(rows.time.max())
     with tempfile.SpooledTemporaryFile(max_size=SPOOLED_BLOCK_BYTES, prefix="flamewatch-block-") as file:
-        compact_into(file, parts, placement, trees=True)
+        trees = compact_into(file, parts, placement, trees=True)
         size = file.tell()
         record = BlockRecord(new_id, tenant, block_key(tenant, level, lo, new_id), lo, hi, level, size, len(rows),
-                             trees=True)
+                             trees)
         written.append(record.key)  # before the upload: a failed upload may still leave a partial object
         file.seek(0)
         store.put_file(record.key, file, size)

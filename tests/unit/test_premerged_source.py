@@ -83,6 +83,17 @@ def test_a_block_without_trees_says_so_and_trees_change_no_answer_of_the_profile
     assert source.tree(rows, "functions", None).values.tolist() == source.tree(same, "functions", None).values.tolist()
 
 
+def test_an_hour_of_one_profile_has_no_tree_and_a_block_of_such_hours_no_trees_section(blocks):
+    r = reader(blocks, "trees")
+    fingerprint, hour = hours_of(r)
+    rows = np.array([int(np.flatnonzero((fingerprint == f) & (hour == h))[0])
+                     for f, h in sorted(set(zip(fingerprint.tolist(), hour.tolist())))])
+    single = BlockReader(compact([(r, rows)], trees=True))  # one profile per series and hour
+    assert not single.has_trees
+    two = BlockReader(compact([(r, np.r_[rows, rows[:1]])], trees=True))  # but the first twice
+    assert two.has_trees and len(two.trees.fingerprint) == 1
+
+
 def selections(cache: BlockCache) -> dict[str, np.ndarray]:
     fingerprint, hour = hours_of(reader(cache, "trees"))
     one_tree = np.flatnonzero((fingerprint == fingerprint[0]) & (hour == hour[0]))

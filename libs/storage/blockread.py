@@ -3,6 +3,7 @@ keeps what it decoded, a profile row group's entries only until told to let go o
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -13,7 +14,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from flamewatch.pprof.wire import expand_ranges
-from flamewatch.storage.blockformat import META_KEY, PROFILE_COLUMNS, READABLE_VERSIONS, SCHEMA, SECTION_PREFIXES
+from flamewatch.storage.blockformat import (
+    META_KEY,
+    PROFILE_COLUMNS,
+    READABLE_VERSIONS,
+    SCHEMA,
+    SECTION_PREFIXES,
+    TREE_SPAN_NS,
+)
 from flamewatch.storage.framenames import frame_line_names, frame_names, frame_table
 from flamewatch.storage.frames import forest_depths, row_codes
 from flamewatch.storage.symbols import SymbolPart, stored_part
@@ -44,13 +52,16 @@ def _taker(offsets: np.ndarray, rows: np.ndarray, counts: np.ndarray):
 @dataclass(frozen=True, eq=False)
 class StoredTrees:
     """A block's trees section: per tree (ordered by series fingerprint, then hour) its series and hour,
-    and its entries `offsets[i]:offsets[i + 1]` of (stack node, summed value)."""
+    and its entries `offsets[i]:offsets[i + 1]` of (stack node, summed value); per profile row of the
+    block, the tree that holds it (-1: none), and per tree how many rows it sums."""
 
     fingerprint: np.ndarray  # int64
     hour: np.ndarray  # int64 ns, the start of the hour
     offsets: np.ndarray  # int64, one more than trees
     node: np.ndarray  # int64
     value: np.ndarray  # int64
+    profile_tree: np.ndarray  # int64 per profile row
+    profiles: np.ndarray  # int64 per tree
 
     def find(self, fingerprint: np.ndarray, hour: np.ndarray) -> np.ndarray:
         """The tree of each (series fingerprint, hour); -1 where the block holds none."""
@@ -187,7 +198,9 @@ class BlockReader:
     def decoded_bytes(self) -> int:
         """Memory held by the profile entries decoded so far."""
         decoded = tuple(self.__dict__.get("_lists", {}).values())  # a snapshot: queries may be adding to it
-        return sum(a.nbytes for lists in decoded for a in lists)
+        trees = self.__dict__.get("trees")
+        tree_bytes = 0 if trees is None else sum(a.nbytes for a in (trees.node, trees.value, trees.profile_tree))
+        return sum(a.nbytes for lists in decoded for a in lists) + tree_bytes
 
     def entry_parts(self, rows: np.ndarray, weights: np.ndarray | None = None, *, owners: bool = True,
                     label_sets: bool = True) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
@@ -236,13 +249,19 @@ class BlockReader:
         table = self._read("trees", ["series_fingerprint", "time_ns", "nodes", "values"]).combine_chunks()
         if not table.num_rows:
             empty = np.zeros(0, np.int64)
-            return StoredTrees(empty, empty, np.zeros(1, np.int64), empty, empty)
+            return StoredTrees(empty, empty, np.zeros(1, np.int64), empty, empty,
+                               np.full(self.profiles.num_rows, -1, np.int64), empty)
         nodes = table.column("nodes").chunk(0)
         offsets = nodes.offsets.to_numpy().astype(np.int64)
-        return StoredTrees(table.column("series_fingerprint").to_numpy().astype(np.int64),
-                           table.column("time_ns").to_numpy().astype(np.int64), offsets - offsets[0],
-                           nodes.flatten().to_numpy().astype(np.int64),
-                           table.column("values").chunk(0).flatten().to_numpy().astype(np.int64))
+        trees = StoredTrees(table.column("series_fingerprint").to_numpy().astype(np.int64),
+                            table.column("time_ns").to_numpy().astype(np.int64), offsets - offsets[0],
+                            nodes.flatten().to_numpy().astype(np.int64),
+                            table.column("values").chunk(0).flatten().to_numpy().astype(np.int64),
+                            np.zeros(0, np.int64), np.zeros(0, np.int64))
+        time = self.profiles.column("time_ns").to_numpy()
+        of_row = trees.find(self.profiles.column("series_fingerprint").to_numpy(), time - time % TREE_SPAN_NS)
+        held = np.bincount(of_row[of_row >= 0], minlength=len(trees.fingerprint))
+        return dataclasses.replace(trees, profile_tree=of_row, profiles=held)
 
     # -------------------------------------------------------------------------------------- symbols
 

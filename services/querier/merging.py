@@ -180,20 +180,28 @@ class _PathSums:
         np.add.at(self.merged, node_paths, sums)
 
     def _add_shares(self, divisors: np.ndarray, node_paths: np.ndarray, entries: GroupEntries) -> None:
-        if len(divisors) and (divisors == divisors[0]).all():  # one series, or alike: a sum per node first
-            sums = np.zeros(len(node_paths), np.int64)
-            for _, nodes, values in entries:
-                _fold(sums, nodes, values)
-            used = np.flatnonzero(sums)
-            self.shares.add(Shares(node_paths[used], np.full(len(used), divisors[0]), sums[used]))
+        """Integer sums per (divisor, node) of the group, as `Shares` of paths: dense (one pass, as
+        `_fold`) while the group's distinct divisors times its block's nodes stay small, else sorted."""
+        distinct, which = np.unique(divisors, return_inverse=True)
+        which = which.reshape(-1)
+        n = len(node_paths)
+        if len(distinct) * n > _DENSE_SHARES:
+            for owner, nodes, values in entries:
+                first, sums = sums_by([node_paths[nodes], divisors[owner]], values)
+                self.shares.add(Shares(node_paths[nodes][first], divisors[owner][first], sums))
             return
+        sums = np.zeros(len(distinct) * n, np.int64)
         for owner, nodes, values in entries:
-            first, sums = sums_by([node_paths[nodes], divisors[owner]], values)
-            self.shares.add(Shares(node_paths[nodes][first], divisors[owner][first], sums))
+            _fold(sums, which[owner] * n + nodes, values)
+        used = np.flatnonzero(sums)
+        self.shares.add(Shares(node_paths[used % n], distinct[used // n], sums[used]))
 
     def result(self, n_paths: int) -> np.ndarray | Shares:
         return self.shares.result() if self.divisors is not None else _grown(self.merged, n_paths)
 
+
+# Sums a gauge's group may keep densely, one per (distinct divisor, stack node of its block): 32 MiB.
+_DENSE_SHARES = 1 << 22
 
 # Blocks whose unsymbolized frames are asked of the symbolizer in one call (one call per query up to it).
 _SYMBOLIZE_BATCH = 64

@@ -65,15 +65,12 @@ def tree_entries(g: Group, owners: bool) -> GroupEntries:
     if g.set_mask is not None or not reader.has_trees:
         yield from profile_entries(g, owners)
         return
-    fingerprint = reader.profiles.column("series_fingerprint").to_numpy()
-    time = reader.profiles.column("time_ns").to_numpy()
     trees = reader.trees
-    in_block = trees.find(fingerprint, time - time % TREE_SPAN_NS)  # the tree of every profile of the block
-    mine = in_block[g.rows]
-    held = np.bincount(in_block[in_block >= 0], minlength=len(trees.fingerprint))
+    mine = trees.profile_tree[g.rows]
     given = np.bincount(mine[mine >= 0], minlength=len(trees.fingerprint))
+    # a row given twice counts twice in a merge, never in a tree
     repeated = np.bincount(mine[(mine >= 0) & ~_distinct(g.rows)], minlength=len(trees.fingerprint))
-    usable = (given == held) & (repeated == 0)  # a row given twice counts twice in a merge, never in a tree
+    usable = (given == trees.profiles) & (repeated == 0)
     whole = (mine >= 0) & usable[np.maximum(mine, 0)]
     TREE_PROFILES.inc(int(whole.sum()))
     used, first = np.unique(mine[whole], return_index=True)

@@ -94,6 +94,27 @@ def test_an_hour_of_one_profile_has_no_tree_and_a_block_of_such_hours_no_trees_s
     assert two.has_trees and len(two.trees.fingerprint) == 1
 
 
+def test_trees_of_a_block_of_many_row_groups_are_a_row_group_of_their_own(blocks, monkeypatch, tmp_path):
+    monkeypatch.setattr("flamewatch.storage.blockwrite.PROFILE_GROUP_ENTRIES", 8)
+    r = reader(blocks, "trees")
+    data = compact([(r, np.arange(2 * PROFILES))], trees=True)
+    split = BlockReader(data)
+    assert len(split._sections["profiles"]) > 3
+    assert split._sections["trees"] == [max(split._sections["profiles"]) + 1] and "trees" not in split._rows
+    assert split.trees.value.tolist() == r.trees.value.tolist()
+    store = FilesystemObjectStore(tmp_path)
+    store.put("split", data)
+    cache = BlockCache(store, max_bytes=1 << 30, concurrency=1, paths=blocks.paths)
+    try:
+        rows = Rows({"split": "split"}, np.full(2 * PROFILES, "split", object), np.arange(2 * PROFILES))
+        assert (PreMergedTrees(cache).tree(rows, "functions", None).values.tolist()
+                == LocalBlocks(blocks).tree(Rows({"trees": "trees"}, np.full(2 * PROFILES, "trees", object),
+                                                 np.arange(2 * PROFILES)), "functions", None).values.tolist())
+    finally:
+        cache.close()
+        store.close()
+
+
 def selections(cache: BlockCache) -> dict[str, np.ndarray]:
     fingerprint, hour = hours_of(reader(cache, "trees"))
     one_tree = np.flatnonzero((fingerprint == fingerprint[0]) & (hour == hour[0]))

@@ -177,10 +177,9 @@ class Querier:
             selection.check_matcher_count(matchers, self.config.max_matchers)
         return parsed
 
-    def _rows(self, tenant: str, rows: ProfileRows, sel: Selection, weights: np.ndarray | None,
-              divisors: np.ndarray | None = None) -> Rows:
+    def _rows(self, tenant: str, rows: ProfileRows, sel: Selection, weights: np.ndarray | None) -> Rows:
         """The rows as a source reads them, once their cost is within the tenant's limit (`cost`)."""
-        return self._rows_and_objects(tenant, rows, sel, weights, divisors)[0]
+        return self._rows_and_objects(tenant, rows, sel, weights)[0]
 
     def _rows_and_objects(self, tenant: str, rows: ProfileRows, sel: Selection, weights: np.ndarray | None,
                           divisors: np.ndarray | None = None) -> tuple[Rows, dict[str, index.StoredObject]]:

@@ -1,8 +1,8 @@
 """Where the querier's partial trees come from, and the one function that combines them.
 
 A merge asks a `TreeSource` for the partial tree of some selected profile rows (their blocks, each row's
-weight and sample filter) and adds the partials up with `combine`. Today the one source is `LocalBlocks`:
-the blocks read through this querier's cache, folded per function path (`merging.path_sums`), and
+weight and sample filter) and adds the partials up with `combine`. The sources are `LocalBlocks`: the
+blocks read through this querier's cache, folded per function path (`merging.path_sums`), and
 `premerged.PreMergedTrees`: the trees the compactor merged ahead of time per series and hour, for the
 rows that take such an hour whole (the engine chooses, `premerged.whole_hours`). The answers of other
 querier replicas are meant to be one more source behind the same protocol, handed its share of the rows.

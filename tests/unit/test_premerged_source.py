@@ -80,7 +80,9 @@ def test_a_block_without_trees_says_so_and_trees_change_no_answer_of_the_profile
     rows = Rows({"trees": "trees"}, np.full(2 * PROFILES, "trees", object), np.arange(2 * PROFILES))
     same = Rows({"plain": "plain"}, np.full(2 * PROFILES, "plain", object), np.arange(2 * PROFILES))
     source = LocalBlocks(blocks)
-    assert source.tree(rows, "functions", None).values.tolist() == source.tree(same, "functions", None).values.tolist()
+    expected = source.tree(rows, "functions", None).values.tolist()
+    assert source.tree(same, "functions", None).values.tolist() == expected
+    assert PreMergedTrees(blocks).tree(same, "functions", None).values.tolist() == expected  # from its profiles
 
 
 def test_an_hour_of_one_profile_has_no_tree_and_a_block_of_such_hours_no_trees_section(blocks):

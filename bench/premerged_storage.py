@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,6 +61,8 @@ class Measured:
     trees: int
     plain_bytes: int
     trees_bytes: int
+    plain_cpu_s: float  # CPU time of the compaction that wrote the block
+    trees_cpu_s: float
 
     @property
     def overhead(self) -> float:
@@ -98,17 +101,22 @@ def measure(w: Workload, pool) -> Measured:
     blocks = flush_blocks(w, pool)
     parts = [(r, np.arange(r.profiles.num_rows)) for r in blocks]
     order = series_order(parts)
+    started = time.process_time()
     plain = compact(parts, order)
+    plain_cpu = time.process_time() - started
     with_trees = compact(parts, order, trees=True)
+    trees_cpu = time.process_time() - started - plain_cpu
     reader = BlockReader(with_trees)
-    return Measured(w, reader.profiles.num_rows, len(reader.trees.fingerprint), len(plain), len(with_trees))
+    return Measured(w, reader.profiles.num_rows, len(reader.trees.fingerprint), len(plain), len(with_trees),
+                    plain_cpu, trees_cpu)
 
 
 def table(results: list[Measured]) -> str:
-    lines = ["| workload | typed profiles | trees | block without trees | with trees | extra |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| workload | typed profiles | trees | block without trees | with trees | extra | compaction CPU "
+             "without / with trees |", "|---|---|---|---|---|---|---|"]
     lines += [f"| {m.workload.name} | {m.profiles} | {m.trees} | {m.plain_bytes / 1024:.1f} KiB | "
-              f"{m.trees_bytes / 1024:.1f} KiB | {100 * m.overhead:+.1f} % |" for m in results]
+              f"{m.trees_bytes / 1024:.1f} KiB | {100 * m.overhead:+.1f} % | {m.plain_cpu_s:.2f} / "
+              f"{m.trees_cpu_s:.2f} s |" for m in results]
     return "\n".join(lines)
 
 

@@ -113,42 +113,43 @@ def compact_into(sink: BinaryIO, parts: Sequence[tuple[BlockReader, np.ndarray]]
 class _Trees:
     """The trees section of a block being written: per series and hour of its profiles (that has at least
     TREE_MIN_PROFILES), their values summed per stack node, gathered as the profiles are written a row
-    group at a time. Sums are exact
-    integer sums, so a query adding a tree gets what adding its profiles gives."""
+    group at a time. Sums are exact integer sums, so a query adding a tree gets what adding its profiles
+    gives."""
 
     def __init__(self, profiles: pa.Table):
         fingerprint = profiles.column("series_fingerprint").to_numpy()
         time = profiles.column("time_ns").to_numpy()
         hour = time - time % TREE_SPAN_NS
-        self._fingerprint, self._hour = fingerprint, hour
-        code, _ = row_codes([fingerprint, hour])
-        self._in_tree = np.bincount(code)[code] >= TREE_MIN_PROFILES if len(code) else np.zeros(0, bool)
-        self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (row, node, sum) per call of add
+        # Each row's (series, hour) as a small code, in their order: a sum per (code, node) packs into one
+        # int64 key, where a 64-bit fingerprint would not
+        self._tree, first = row_codes([fingerprint, hour])
+        self._fingerprint, self._hour = fingerprint[first], hour[first]
+        self._in_tree = np.bincount(self._tree)[self._tree] >= TREE_MIN_PROFILES if len(first) else \
+            np.zeros(0, bool)
+        self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (tree, node, sum) per call of add
 
     def add(self, lo: int, hi: int, counts: np.ndarray, node: np.ndarray, value: np.ndarray) -> None:
         """The entries of rows [lo, hi) (`counts` per row): summed per (series, hour, node) at once, so what
         is kept grows with the trees, not the entries."""
         row = np.repeat(np.arange(lo, hi, dtype=np.int64), counts)
         kept = self._in_tree[row]
-        row, node, value = row[kept], np.asarray(node, np.int64)[kept], np.asarray(value)[kept]
-        first, sums = sums_by([self._fingerprint[row], self._hour[row], node], value)
-        self._parts.append((row[first], node[first], sums))
+        tree, node, value = self._tree[row[kept]], np.asarray(node, np.int64)[kept], np.asarray(value)[kept]
+        first, sums = sums_by([tree, node], value)
+        self._parts.append((tree[first], node[first], sums))
 
     def section(self) -> tuple[dict, np.ndarray, np.ndarray, np.ndarray]:
         """(per-tree columns, entries per tree, node, value), trees in order of series and hour, each
         tree's nodes ascending; nodes whose sum is zero are left out."""
-        row, node, value = (np.concatenate(c) for c in zip(*self._parts)) if self._parts else \
+        tree, node, value = (np.concatenate(c) for c in zip(*self._parts)) if self._parts else \
             (np.zeros(0, np.int64),) * 3
-        first, sums = sums_by([self._fingerprint[row], self._hour[row], node], value)
+        first, sums = sums_by([tree, node], value)
         keep = sums != 0
-        row, node, sums = row[first][keep], node[first][keep], sums[keep]
-        fingerprint, hour = self._fingerprint[row], self._hour[row]
-        starts = np.flatnonzero(np.r_[True, (fingerprint[1:] != fingerprint[:-1]) | (hour[1:] != hour[:-1])]) \
-            if len(row) else np.zeros(0, np.int64)
-        columns = {"series_fingerprint": fingerprint[starts], "time_ns": hour[starts],
+        tree, node, sums = tree[first][keep], node[first][keep], sums[keep]
+        starts = np.flatnonzero(np.r_[True, tree[1:] != tree[:-1]]) if len(tree) else np.zeros(0, np.int64)
+        columns = {"series_fingerprint": self._fingerprint[tree[starts]], "time_ns": self._hour[tree[starts]],
                    "duration_ns": np.full(len(starts), TREE_SPAN_NS, np.int64),
                    "total": np.add.reduceat(sums, starts) if len(starts) else np.zeros(0, np.int64)}
-        return columns, np.diff(np.r_[starts, len(row)]).astype(np.int64), node, sums
+        return columns, np.diff(np.r_[starts, len(tree)]).astype(np.int64), node, sums
 
 
 def _profile_table(parts: Sequence[tuple[BlockReader, np.ndarray]]) -> pa.Table:

@@ -1,7 +1,7 @@
 """The block: one Parquet object holding many profiles of one tenant over a short window. This module
 is its format (schema, versions, layout); `blockwrite` writes blocks and `blockread` reads them.
 
-A block has seven sections in one wide table, told apart by the `section` column (other sections'
+A block has seven sections (eight when compacted) in one wide table, told apart by the `section` column (other sections'
 columns are null there and cost next to nothing):
 
     strings    string                                   every symbol string, de-duplicated
@@ -17,6 +17,11 @@ columns are null there and cost next to nothing):
     profiles   series_fingerprint, series_labels (JSON), profile_type, time_ns, duration_ns, period,
                total, content_hash, and per profile three lists: nodes, labelsets, values, one entry
                per distinct (stack node, label set) with its summed self value
+    trees      series_fingerprint, time_ns (the hour's start), duration_ns (TREE_SPAN_NS), total, and the
+               lists nodes and values: per series and hour of profile time with at least TREE_MIN_PROFILES
+               profiles, the plain sum of their self values per stack node (label sets summed away).
+               Only compacted blocks carry it; the querier reads it instead of the profiles when a query
+               takes the whole hour of a series and filters no samples (see the querier's `premerged`)
 
 Version 1 blocks (no mapping_flags, location_id, location_column, labels, content_hash or labelsets:
 every frame its own location, no sample labels) are still read.
@@ -32,6 +37,10 @@ hold its rows; compacted blocks order their profiles by profile type, service an
 Anyone can open a block with a Parquet reader, e.g. `SELECT * FROM 'x.parquet' WHERE section='profiles'`;
 the README's "Reading blocks yourself" documents every column for them, with a DuckDB query that
 `tests/integration/test_reading_blocks.py` checks against the querier, so keep it true when this changes.
+The trees section is its own row group after the profiles (or shares group 0 with them when they fit
+in it); readers that do not know it skip it, so it needs no new version: a block without it answers
+from its profiles.
+
 The file metadata key `flamewatch.block` holds the version, maps each section to its row groups and
 (version 3) each section that shares group 0 to its rows [start, stop) in it.
 """
@@ -43,6 +52,10 @@ import pyarrow as pa
 FORMAT_VERSION = 3
 READABLE_VERSIONS = (1, 2, 3)
 META_KEY = b"flamewatch.block"  # the file metadata key of the block's layout (see above)
+TREE_SPAN_NS = 3600 * 10**9  # a pre-merged tree sums one series' profiles of one hour
+# A series' hour of fewer profiles has no tree: its one profile is as small to read as a tree would be,
+# and a tree beside it would double what it stores
+TREE_MIN_PROFILES = 2
 
 SCHEMA = pa.schema([
     ("section", pa.string()),

@@ -3,8 +3,10 @@ keeps what it decoded, a profile row group's entries only until told to let go o
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
@@ -12,9 +14,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from flamewatch.pprof.wire import expand_ranges
-from flamewatch.storage.blockformat import META_KEY, PROFILE_COLUMNS, READABLE_VERSIONS, SCHEMA, SECTION_PREFIXES
+from flamewatch.storage.blockformat import (
+    META_KEY,
+    PROFILE_COLUMNS,
+    READABLE_VERSIONS,
+    SCHEMA,
+    SECTION_PREFIXES,
+    TREE_SPAN_NS,
+)
 from flamewatch.storage.framenames import frame_line_names, frame_names, frame_table
-from flamewatch.storage.frames import forest_depths
+from flamewatch.storage.frames import forest_depths, row_codes
 from flamewatch.storage.symbols import SymbolPart, stored_part
 
 # What the parsed parquet footer of an open block holds in C++ memory that no Python figure shows: per column
@@ -38,6 +47,29 @@ def _taker(offsets: np.ndarray, rows: np.ndarray, counts: np.ndarray):
     first, last = rows[np.r_[0, breaks]], rows[np.r_[breaks - 1, len(rows) - 1]]
     spans = list(zip(offsets[first].tolist(), offsets[last + 1].tolist()))  # one step per run, not per row
     return lambda column: np.concatenate([column[lo:hi] for lo, hi in spans]) if spans else column[:0]
+
+
+@dataclass(frozen=True, eq=False)
+class StoredTrees:
+    """A block's trees section: per tree (ordered by series fingerprint, then hour) its series and hour,
+    and its entries `offsets[i]:offsets[i + 1]` of (stack node, summed value); per profile row of the
+    block, the tree that holds it (-1: none), and per tree how many rows it sums."""
+
+    fingerprint: np.ndarray  # int64
+    hour: np.ndarray  # int64 ns, the start of the hour
+    offsets: np.ndarray  # int64, one more than trees
+    node: np.ndarray  # int64
+    value: np.ndarray  # int64
+    profile_tree: np.ndarray  # int64 per profile row
+    profiles: np.ndarray  # int64 per tree
+
+    def find(self, fingerprint: np.ndarray, hour: np.ndarray) -> np.ndarray:
+        """The tree of each (series fingerprint, hour); -1 where the block holds none."""
+        n = len(self.fingerprint)
+        code, first = row_codes([np.r_[self.fingerprint, fingerprint], np.r_[self.hour, hour]])
+        tree_of = np.full(len(first), -1, np.int64)
+        tree_of[code[:n]] = np.arange(n)
+        return tree_of[code[n:]]
 
 
 class BlockReader:
@@ -166,7 +198,9 @@ class BlockReader:
     def decoded_bytes(self) -> int:
         """Memory held by the profile entries decoded so far."""
         decoded = tuple(self.__dict__.get("_lists", {}).values())  # a snapshot: queries may be adding to it
-        return sum(a.nbytes for lists in decoded for a in lists)
+        trees = self.__dict__.get("trees")
+        tree_bytes = 0 if trees is None else sum(a.nbytes for a in (trees.node, trees.value, trees.profile_tree))
+        return sum(a.nbytes for lists in decoded for a in lists) + tree_bytes
 
     def entry_parts(self, rows: np.ndarray, weights: np.ndarray | None = None, *, owners: bool = True,
                     label_sets: bool = True) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
@@ -201,6 +235,33 @@ class BlockReader:
         if weights is None:
             return owner, take(nodes), picked_sets, take(values)
         return owner, take(nodes), picked_sets, take(values) * np.repeat(np.asarray(weights, np.float64)[pick], counts)
+
+    # -------------------------------------------------------------------------------------- trees
+
+    @property
+    def has_trees(self) -> bool:
+        """Whether the block holds pre-merged trees (compacted since they were written)."""
+        return "trees" in self._sections
+
+    @cached_property
+    def trees(self) -> StoredTrees:
+        """The pre-merged tree of each series and hour the block holds (none when it has no trees section)."""
+        table = self._read("trees", ["series_fingerprint", "time_ns", "nodes", "values"]).combine_chunks()
+        if not table.num_rows:
+            empty = np.zeros(0, np.int64)
+            return StoredTrees(empty, empty, np.zeros(1, np.int64), empty, empty,
+                               np.full(self.profiles.num_rows, -1, np.int64), empty)
+        nodes = table.column("nodes").chunk(0)
+        offsets = nodes.offsets.to_numpy().astype(np.int64)
+        trees = StoredTrees(table.column("series_fingerprint").to_numpy().astype(np.int64),
+                            table.column("time_ns").to_numpy().astype(np.int64), offsets - offsets[0],
+                            nodes.flatten().to_numpy().astype(np.int64),
+                            table.column("values").chunk(0).flatten().to_numpy().astype(np.int64),
+                            np.zeros(0, np.int64), np.zeros(0, np.int64))
+        time = self.profiles.column("time_ns").to_numpy()
+        of_row = trees.find(self.profiles.column("series_fingerprint").to_numpy(), time - time % TREE_SPAN_NS)
+        held = np.bincount(of_row[of_row >= 0], minlength=len(trees.fingerprint))
+        return dataclasses.replace(trees, profile_tree=of_row, profiles=held)
 
     # -------------------------------------------------------------------------------------- symbols
 

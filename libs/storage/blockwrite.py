@@ -1,5 +1,6 @@
 """Writing blocks (the format is `blockformat`'s): a flush block from typed profiles (`write_block`), and a
-new block from chosen rows of stored blocks (`compact`, ordered by `series_order`)."""
+new block from chosen rows of stored blocks (`compact`, ordered by `series_order`), with the pre-merged
+tree of each series and hour it holds (`_Trees`)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from flamewatch.pprof.profile_types import TypedProfile
-from flamewatch.storage.blockformat import FORMAT_VERSION, META_KEY, PROFILE_COLUMNS, SCHEMA
+from flamewatch.storage.blockformat import (
+    FORMAT_VERSION,
+    META_KEY,
+    PROFILE_COLUMNS,
+    SCHEMA,
+    TREE_MIN_PROFILES,
+    TREE_SPAN_NS,
+)
 from flamewatch.storage.blockread import BlockReader
+from flamewatch.storage.frames import row_codes, sums_by
 from flamewatch.storage.gather import from_profiles, stage_blocks
 from flamewatch.storage.symbols import Symbols
 
@@ -57,26 +66,30 @@ def write_block(entries: Sequence[BlockEntry]) -> bytes:
     return sink.getvalue()
 
 
-def compact(parts: Sequence[tuple[BlockReader, np.ndarray]], order: np.ndarray | None = None) -> bytes:
+def compact(parts: Sequence[tuple[BlockReader, np.ndarray]], order: np.ndarray | None = None,
+            trees: bool = False) -> bytes:
     """`compact_into` a buffer: the new block's bytes."""
     sink = io.BytesIO()
-    compact_into(sink, parts, order)
+    compact_into(sink, parts, order, trees)
     return sink.getvalue()
 
 
 def compact_into(sink: BinaryIO, parts: Sequence[tuple[BlockReader, np.ndarray]],
-                 order: np.ndarray | None = None) -> None:
+                 order: np.ndarray | None = None, trees: bool = False) -> bool:
     """Write to `sink` a new block holding the given profile rows of the given blocks (any readable version);
     symbols, label sets and stacks are de-duplicated across all of them and every per-profile column is
     carried over. Row i of the new block is input row `order[i]`, counting the parts' rows one after
     another (None: in the order given).
 
     The rows are written a row group at a time: what is held at once besides the merged symbols and stack
-    tree is one group's entries, whatever the number of profiles (`gather.stage_blocks`)."""
+    tree is one group's entries, whatever the number of profiles (`gather.stage_blocks`). With `trees`,
+    the block also holds the pre-merged tree of each series and hour of its profiles (`_Trees`); returns
+    whether it holds any."""
     profiles = _profile_table(parts)
     order = np.arange(profiles.num_rows) if order is None else np.asarray(order, np.int64)
     profiles = profiles.take(pa.array(order))
     staged = stage_blocks([(r, np.asarray(rows, np.int64)) for r, rows in parts])
+    merged = _Trees(profiles) if trees else None
     try:
         block = _BlockFile(sink, _symbol_sections(staged.symbols, staged.node_parent, staged.node_frame))
         # about one row group of entries at a time (a row's entries once merged are at most those stored)
@@ -85,10 +98,58 @@ def compact_into(sink: BinaryIO, parts: Sequence[tuple[BlockReader, np.ndarray]]
         bounds = np.unique(np.r_[0, bounds, len(order)])
         for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
             columns = {c: profiles.column(c).slice(lo, hi - lo).combine_chunks() for c in PROFILE_COLUMNS}
-            block.add_profiles(columns, *staged.entries(order[lo:hi]))
+            counts, node, label_set, value = staged.entries(order[lo:hi])
+            block.add_profiles(columns, counts, node, label_set, value)
+            if merged is not None:
+                merged.add(lo, hi, counts, node, value)
+        if merged is not None:
+            block.add_trees(*merged.section())
         block.close()
+        return block.has_trees
     finally:
         staged.close()
+
+
+class _Trees:
+    """The trees section of a block being written: per series and hour of its profiles (that has at least
+    TREE_MIN_PROFILES), their values summed per stack node, gathered as the profiles are written a row
+    group at a time. Sums are exact integer sums, so a query adding a tree gets what adding its profiles
+    gives."""
+
+    def __init__(self, profiles: pa.Table):
+        fingerprint = profiles.column("series_fingerprint").to_numpy()
+        time = profiles.column("time_ns").to_numpy()
+        hour = time - time % TREE_SPAN_NS
+        # Each row's (series, hour) as a small code, in their order: a sum per (code, node) packs into one
+        # int64 key, where a 64-bit fingerprint would not
+        self._tree, first = row_codes([fingerprint, hour])
+        self._fingerprint, self._hour = fingerprint[first], hour[first]
+        self._in_tree = np.bincount(self._tree)[self._tree] >= TREE_MIN_PROFILES if len(first) else \
+            np.zeros(0, bool)
+        self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (tree, node, sum) per call of add
+
+    def add(self, lo: int, hi: int, counts: np.ndarray, node: np.ndarray, value: np.ndarray) -> None:
+        """The entries of rows [lo, hi) (`counts` per row): summed per (series, hour, node) at once, so what
+        is kept grows with the trees, not the entries."""
+        row = np.repeat(np.arange(lo, hi, dtype=np.int64), counts)
+        kept = self._in_tree[row]
+        tree, node, value = self._tree[row[kept]], np.asarray(node, np.int64)[kept], np.asarray(value)[kept]
+        first, sums = sums_by([tree, node], value)
+        self._parts.append((tree[first], node[first], sums))
+
+    def section(self) -> tuple[dict, np.ndarray, np.ndarray, np.ndarray]:
+        """(per-tree columns, entries per tree, node, value), trees in order of series and hour, each
+        tree's nodes ascending; nodes whose sum is zero are left out."""
+        tree, node, value = (np.concatenate(c) for c in zip(*self._parts)) if self._parts else \
+            (np.zeros(0, np.int64),) * 3
+        first, sums = sums_by([tree, node], value)
+        keep = sums != 0
+        tree, node, sums = tree[first][keep], node[first][keep], sums[keep]
+        starts = np.flatnonzero(np.r_[True, tree[1:] != tree[:-1]]) if len(tree) else np.zeros(0, np.int64)
+        columns = {"series_fingerprint": self._fingerprint[tree[starts]], "time_ns": self._hour[tree[starts]],
+                   "duration_ns": np.full(len(starts), TREE_SPAN_NS, np.int64),
+                   "total": np.add.reduceat(sums, starts) if len(starts) else np.zeros(0, np.int64)}
+        return columns, np.diff(np.r_[starts, len(tree)]).astype(np.int64), node, sums
 
 
 def _profile_table(parts: Sequence[tuple[BlockReader, np.ndarray]]) -> pa.Table:
@@ -164,6 +225,7 @@ class _BlockFile:
         self._held: pa.Table | None = None  # the first profile group, until a second one begins
         self._profile_groups: list[int] = []
         self._groups = 0
+        self._trees: pa.Table | None = None
 
     def add_profiles(self, columns: dict, counts: np.ndarray, node: np.ndarray, label_set: np.ndarray,
                      value: np.ndarray) -> None:
@@ -179,6 +241,17 @@ class _BlockFile:
                 self._end_group()
             self._group = int(group[lo])
             self._pending.append(table.slice(lo, hi - lo))
+
+    @property
+    def has_trees(self) -> bool:
+        return self._trees is not None
+
+    def add_trees(self, columns: dict, counts: np.ndarray, node: np.ndarray, value: np.ndarray) -> None:
+        """The trees section (see `_Trees`), written at `close` after the profiles."""
+        if not len(counts):
+            return
+        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        self._trees = _section_table("trees", {**columns, **_entry_lists(offsets, node, None, value)}, len(counts))
 
     def _end_group(self) -> None:
         table = pa.concat_tables(self._pending).combine_chunks()
@@ -206,15 +279,21 @@ class _BlockFile:
         if self._pending:
             self._end_group()
         tables = dict(self._symbols)
+        one_group = self._held is not None or not self._profile_groups
         if self._held is not None:  # profiles that fit in one group share it with the symbols
             tables["profiles"] = self._held
+        if self._trees is not None and one_group:  # and so do their trees
+            tables["trees"] = self._trees
         bounds = np.cumsum([0] + [t.num_rows for t in tables.values()]).tolist()
         rows = {name: [start, stop] for name, start, stop in zip(tables, bounds[:-1], bounds[1:])}
         layout: dict[str, list[int]] = {name: [0] for name in tables}
-        if self._held is not None or not self._profile_groups:
+        if one_group:
             self._write(list(tables.values()))
         else:
             layout["profiles"] = self._profile_groups
+            if self._trees is not None:
+                layout["trees"] = [self._groups]
+                self._write([self._trees])
         meta = {META_KEY: json.dumps({"version": FORMAT_VERSION, "sections": layout, "rows": rows}).encode()}
         self._writer.add_key_value_metadata(meta)
         self._writer.close()
@@ -236,11 +315,14 @@ def _section_table(name: str, columns: dict, n: int) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=SCHEMA)
 
 
-def _entry_lists(offsets: np.ndarray, node: np.ndarray, label_set: np.ndarray, value: np.ndarray) -> dict:
+def _entry_lists(offsets: np.ndarray, node: np.ndarray, label_set: np.ndarray | None, value: np.ndarray) -> dict:
+    """The entry list columns; without label sets (trees), that column stays null."""
     offsets = pa.array(offsets.astype(np.int32))
-    return {"nodes": pa.ListArray.from_arrays(offsets, pa.array(node.astype(np.int32))),
-            "labelsets": pa.ListArray.from_arrays(offsets, pa.array(label_set.astype(np.int32))),
-            "values": pa.ListArray.from_arrays(offsets, pa.array(value.astype(np.int64)))}
+    lists = {"nodes": pa.ListArray.from_arrays(offsets, pa.array(node.astype(np.int32))),
+             "values": pa.ListArray.from_arrays(offsets, pa.array(value.astype(np.int64)))}
+    if label_set is not None:
+        lists["labelsets"] = pa.ListArray.from_arrays(offsets, pa.array(label_set.astype(np.int32)))
+    return lists
 
 
 _NUMPY_TYPES = {pa.int32(): np.int32, pa.int64(): np.int64, pa.uint64(): np.uint64}

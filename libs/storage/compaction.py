@@ -21,6 +21,10 @@ flush blocks of 25,920 real Go profiles peaks at ~290 MiB (it took ~1.1 GiB hold
 re-merging their hour block at ~210 MiB (620). An hour with more is compacted into its main block and
 side blocks; a day with more stays in hour blocks.
 
+Every block a job writes also holds, per series and hour, the pre-merged tree of its profiles (their
+values summed per stack node, `blockwrite._Trees`), and its index row says so (`blocks.trees`): a query
+over whole hours then reads one tree per series and hour instead of every profile.
+
 Symbols, label sets and stacks are de-duplicated across the merged profiles (`blockwrite.compact`), which
 are ordered by profile type, service, series and time (`blockwrite.series_order`) so that one service's
 query reads few of the new block's row groups; and a profile stored twice (same series, time and content hash:
@@ -325,9 +329,10 @@ def _write_bucket(store: ObjectStore, tenant: str, level: int, rows: ProfileRows
     new_id = str(ULID())
     lo, hi = int(rows.time.min()), int(rows.time.max())
     with tempfile.SpooledTemporaryFile(max_size=SPOOLED_BLOCK_BYTES, prefix="flamewatch-block-") as file:
-        compact_into(file, parts, placement)
+        trees = compact_into(file, parts, placement, trees=True)
         size = file.tell()
-        record = BlockRecord(new_id, tenant, block_key(tenant, level, lo, new_id), lo, hi, level, size, len(rows))
+        record = BlockRecord(new_id, tenant, block_key(tenant, level, lo, new_id), lo, hi, level, size, len(rows),
+                             trees)
         written.append(record.key)  # before the upload: a failed upload may still leave a partial object
         file.seek(0)
         store.put_file(record.key, file, size)

@@ -99,6 +99,15 @@ def row_codes(columns: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return inverse.reshape(-1), first
 
 
+def sums_by(columns: Sequence[np.ndarray], values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A row index of each distinct row of the integer columns (lexicographic order, as `row_codes`) and
+    the sum of the int64 `values` of its rows, added as integers: exact, whatever order they come in."""
+    code, first = row_codes(columns)
+    sums = np.zeros(len(first), np.int64)
+    np.add.at(sums, code, np.asarray(values, np.int64))
+    return first, sums
+
+
 def run_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct values (sorted) and each element's index among them, for an array whose equal
     values mostly come in runs (such as the block of each profile row): only the run heads are sorted."""

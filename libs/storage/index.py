@@ -41,6 +41,16 @@ class BlockRecord:
     level: int
     bytes: int
     profiles: int
+    trees: bool = False  # holds the pre-merged tree of each series and hour (compacted blocks)
+
+
+@dataclass(frozen=True)
+class StoredObject:
+    """Where a block is stored, its size, and whether it holds pre-merged trees."""
+
+    key: str
+    bytes: int
+    trees: bool
 
 
 @dataclass(frozen=True)
@@ -164,10 +174,10 @@ def _ensure_partitions(db: Database, first_times: Iterable[int]) -> None:
 
 def _insert_block(conn, block: BlockRecord) -> None:
     conn.execute(
-        "INSERT INTO blocks (id, tenant, key, min_time, max_time, level, bytes, profiles)"
-        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+        "INSERT INTO blocks (id, tenant, key, min_time, max_time, level, bytes, profiles, trees)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
         (block.id, block.tenant, block.key, block.min_time, block.max_time, block.level, block.bytes,
-         block.profiles),
+         block.profiles, block.trees),
     )
 
 
@@ -413,11 +423,12 @@ def _unpack(found: list[tuple]) -> ProfileRows:
     )
 
 
-def block_objects(db: Database, block_ids: Sequence[str]) -> dict[str, tuple[str, int]]:
-    """Each block's object key and its size in bytes."""
+def block_objects(db: Database, block_ids: Sequence[str]) -> dict[str, StoredObject]:
+    """Each block's object key, its size in bytes and whether it holds pre-merged trees."""
     with db.connection() as conn:
-        found = conn.execute("SELECT id, key, bytes FROM blocks WHERE id = ANY(%s)", [list(block_ids)]).fetchall()
-    return {block_id: (key, size) for block_id, key, size in found}
+        found = conn.execute("SELECT id, key, bytes, trees FROM blocks WHERE id = ANY(%s)",
+                             [list(block_ids)]).fetchall()
+    return {block_id: StoredObject(key, size, trees) for block_id, key, size, trees in found}
 
 
 def profile_types(db: Database, tenant: str, start: int, end: int) -> list[str]:

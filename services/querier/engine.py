@@ -2,10 +2,11 @@
 
 Merging follows DESIGN's query path: selector → series ids → profile rows grouped by block → blocks
 fetched in parallel through the cache → per block, values summed per stack node with numpy → one call
-tree keyed by function path. The rows go to a tree source (`sources`; today the local blocks), whose
-partial trees one function combines, and every read of blocks is first held to the tenant's cost
-limit (`cost`). Gauges (in-use memory, goroutines) are averaged over time per series and summed across
-series; everything else is summed.
+tree keyed by function path. The rows go to tree sources (`sources`): a series' hours that a merge
+takes whole, in blocks compacted with pre-merged trees, to those trees (`premerged`), the other rows to
+the blocks' profiles; one function combines their partial trees, and every read of blocks is first
+held to the tenant's cost limit (`cost`). Gauges (in-use memory, goroutines) are averaged over time
+per series and summed across series; everything else is summed.
 """
 
 from __future__ import annotations
@@ -34,9 +35,10 @@ from flamewatch.querier.merging import (
     sample_values,
     used_sample_labels,
 )
+from flamewatch.querier.premerged import PreMergedTrees, whole_hours
 from flamewatch.querier.selection import Selection
-from flamewatch.querier.sources import LocalBlocks, TreeSource, combine
-from flamewatch.querier.symbolization import Symbolization
+from flamewatch.querier.sources import LocalBlocks, PartialTree, TreeSource, combine
+from flamewatch.querier.symbolization import QuerySymbols, Symbolization
 from flamewatch.rpc.errors import NotFoundError
 from flamewatch.storage import index
 from flamewatch.storage.frames import row_codes, run_codes
@@ -107,6 +109,7 @@ class Querier:
                  symbolization: Symbolization | None = None):
         self.db, self.blocks, self.config = deadline.TimedDatabase(db), blocks, config
         self.source: TreeSource = LocalBlocks(blocks)  # where merges read their partial trees
+        self.trees: TreeSource | None = PreMergedTrees(blocks)  # where they read whole hours (None: never)
         self.symbolization = symbolization  # None: frames stored as addresses stay addresses
 
     # ------------------------------------------------------------------------------------ labels
@@ -176,15 +179,20 @@ class Querier:
 
     def _rows(self, tenant: str, rows: ProfileRows, sel: Selection, weights: np.ndarray | None) -> Rows:
         """The rows as a source reads them, once their cost is within the tenant's limit (`cost`)."""
-        found, keys = self._cost(rows)
-        cost.check(found, self.config.max_bytes_of(tenant), tenant)
-        return Rows(keys, rows.block_id, rows.row, weights, sel.filters, sel.row_filters(rows))
+        return self._rows_and_objects(tenant, rows, sel, weights)[0]
 
-    def _cost(self, rows: ProfileRows) -> tuple[QueryCost, dict[str, str]]:
-        """What reading the rows costs, and their blocks' object keys: one statement of the index."""
+    def _rows_and_objects(self, tenant: str, rows: ProfileRows, sel: Selection, weights: np.ndarray | None,
+                          divisors: np.ndarray | None = None) -> tuple[Rows, dict[str, index.StoredObject]]:
+        """`_rows`, and what the index says of their blocks."""
+        found, objects = self._cost(rows)
+        cost.check(found, self.config.max_bytes_of(tenant), tenant)
+        keys = {b: o.key for b, o in objects.items()}
+        return Rows(keys, rows.block_id, rows.row, weights, sel.filters, sel.row_filters(rows), divisors), objects
+
+    def _cost(self, rows: ProfileRows) -> tuple[QueryCost, dict[str, index.StoredObject]]:
+        """What reading the rows costs, and what the index says of their blocks: one statement of it."""
         objects = index.block_objects(self.db, run_codes(rows.block_id)[0].tolist())
-        return (cost.cost_of(rows, {b: size for b, (_, size) in objects.items()}),
-                {b: key for b, (key, _) in objects.items()})
+        return cost.cost_of(rows, {b: o.bytes for b, o in objects.items()}), objects
 
     # ------------------------------------------------------------------------------------ totals
 
@@ -259,8 +267,8 @@ class Querier:
         rows = index.profile_rows(self.db, [s.id for s in sel.series], start, end)
         if profiles is not None:
             rows = rows.take(np.flatnonzero(_is_one_of(rows, profiles)))
-        weights = _gauge_weights(rows) if sel.profile_type.is_gauge else None
-        return self._merged(tenant, rows, sel, weights, granularity)
+        divisors = _gauge_divisors(rows) if sel.profile_type.is_gauge else None
+        return self._merged(tenant, rows, sel, divisors, granularity, None if profiles is not None else (start, end))
 
     @_bounded
     def changes(self, tenant: str, a: tuple[str, int, int], b: tuple[str, int, int],
@@ -293,7 +301,7 @@ class Querier:
     def nearest(self, tenant: str, query: str, time_ns: int, granularity: str = "functions") -> Merged:
         sel = self._select(tenant, query, *_ALL_TIME)
         rows = index.nearest_profile(self.db, [s.id for s in sel.series], time_ns)
-        return self._merged(tenant, rows, sel, None, granularity)
+        return self._merged(tenant, rows, sel, None, granularity, None)
 
     @_bounded
     def pprof(self, tenant: str, query: str, start: int, end: int, time_ns: int | None) -> tuple[Merged, bytes]:
@@ -331,15 +339,34 @@ class Querier:
             raise NotFoundError(f'unknown profile type "{q.profile_type}"; stored types are: {listing}')
         return ProfileType.parse(q.profile_type)
 
-    def _merged(self, tenant: str, rows: ProfileRows, sel: Selection, weights: np.ndarray | None,
-                granularity: str) -> Merged:
-        r = self._rows(tenant, rows, sel, weights)
+    def _merged(self, tenant: str, rows: ProfileRows, sel: Selection, divisors: np.ndarray | None,
+                granularity: str, span: tuple[int, int] | None) -> Merged:
+        """The merge of the rows, each divided by its divisor (None: none is); with `span`, the range they
+        are every profile of, the whole hours in it are read from pre-merged trees where blocks have them."""
+        weights = None if divisors is None else 1.0 / divisors
+        r, objects = self._rows_and_objects(tenant, rows, sel, weights, divisors)
         symbols = self.symbolization.for_query(tenant) if self.symbolization is not None else None
-        merged = combine([self.source.tree(r, granularity, symbols)])
+        merged = combine(self._partials(r, rows, objects, span, granularity, symbols))
         tree = merged.tree()
         if symbols is not None:
             symbols.note_unnamed(merged.unnamed, tree.names)
         return Merged(sel.profile_type, tree, self._profiles(r), tuple(symbols.state.warnings) if symbols else ())
+
+    def _partials(self, r: Rows, rows: ProfileRows, objects: dict[str, index.StoredObject],
+                  span: tuple[int, int] | None, granularity: str, symbols: QuerySymbols | None) -> list[PartialTree]:
+        """The partial trees of the rows: whole hours of blocks with trees from `self.trees`, the rest
+        from `self.source` (one source alone when it answers every row)."""
+        if span is None or self.trees is None or not len(rows):
+            return [self.source.tree(r, granularity, symbols)]
+        blocks, block_of = run_codes(rows.block_id)
+        with_trees = np.array([b in objects and objects[b].trees for b in blocks.tolist()], bool)[block_of]
+        by_tree = whole_hours(rows, r.row_filter, with_trees, *span)
+        if not by_tree.any():
+            return [self.source.tree(r, granularity, symbols)]
+        if by_tree.all():
+            return [self.trees.tree(r, granularity, symbols)]
+        return [self.trees.tree(r.take(np.flatnonzero(by_tree)), granularity, symbols),
+                self.source.tree(r.take(np.flatnonzero(~by_tree)), granularity, symbols)]
 
     def _profiles(self, r: Rows) -> int:
         """How many of the rows the answer holds: a row whose samples all fail its filter holds nothing,
@@ -398,8 +425,13 @@ def _absent_labels(series: list[Series], group_by: Sequence[str]) -> list[str]:
 
 def _gauge_weights(rows: ProfileRows) -> np.ndarray:
     """Average over time within each series: each profile weighs 1 / (profiles of its series)."""
+    return 1.0 / _gauge_divisors(rows)
+
+
+def _gauge_divisors(rows: ProfileRows) -> np.ndarray:
+    """The profiles of each row's series: what a gauge's values are divided by (`_gauge_weights`)."""
     _, inverse, counts = np.unique(rows.series_id, return_inverse=True, return_counts=True)
-    return 1.0 / counts[inverse]
+    return counts[inverse.reshape(-1)].astype(np.int64)
 
 
 def _bucket_totals(rows: ProfileRows, group: np.ndarray, bucket: np.ndarray, n_groups: int, gauge: bool,

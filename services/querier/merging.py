@@ -8,7 +8,7 @@ in groups of one block and one filter, each group vectorised with numpy.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,9 +18,10 @@ from flamewatch.querier.blocks import BlockCache, LoadedBlock
 from flamewatch.querier.calltree import CallTree
 from flamewatch.querier.formats.pprof import NO_NAMES, Header, Named
 from flamewatch.querier.selection import Filter
+from flamewatch.querier.shares import Shares, SharesSum
 from flamewatch.querier.symbolization import QuerySymbols, gathered_chains
 from flamewatch.storage.blockread import BlockReader
-from flamewatch.storage.frames import run_codes
+from flamewatch.storage.frames import run_codes, sums_by
 from flamewatch.storage.gather import Gathered, from_blocks
 
 GRANULARITIES = ("functions", "lines")
@@ -36,10 +37,23 @@ class Rows:
     weights: np.ndarray | None = None
     filters: Sequence[Filter] = ((),)
     row_filter: np.ndarray | None = None  # index into filters per row; None: all filters[0]
+    # Per row, what its values are divided by (a gauge: the profiles of its series in the range), its
+    # weights then being 1 / divisors: merged trees keep such values exact until the end (`shares`)
+    divisors: np.ndarray | None = None
+
+    def take(self, index: np.ndarray) -> Rows:
+        """The rows at `index`, with only the keys of their blocks (every key given is read)."""
+        def pick(column: np.ndarray | None) -> np.ndarray | None:
+            return None if column is None else column[index]
+        block_id = self.block_id[index]
+        return Rows({b: self.keys[b] for b in run_codes(block_id)[0].tolist()}, block_id, self.row[index],
+                    pick(self.weights), self.filters, pick(self.row_filter), pick(self.divisors))
 
 
 @dataclass(frozen=True, eq=False)
-class _Group:
+class Group:
+    """Rows of one block and one sample filter, as a merge reads them."""
+
     block: LoadedBlock
     pick: np.ndarray  # indices into the rows
     rows: np.ndarray  # rows within the block
@@ -58,7 +72,7 @@ def set_mask(reader: BlockReader, matchers: Filter) -> np.ndarray | None:
     return keep
 
 
-def _groups(blocks: BlockCache, r: Rows) -> Iterator[_Group]:
+def _groups(blocks: BlockCache, r: Rows) -> Iterator[Group]:
     """The rows in groups of one block and one filter, block after block as the cache streams them: a
     group's block is let go of when the caller moves past it (see `blocks.BlockCache.stream`)."""
     row_filter = np.zeros(len(r.row), np.int64) if r.row_filter is None else r.row_filter
@@ -75,19 +89,20 @@ def _groups(blocks: BlockCache, r: Rows) -> Iterator[_Group]:
         while at != wanted:
             at, block = next(stream)
         if block is not None:
-            yield _Group(block, pick, r.row[pick], None if r.weights is None else r.weights[pick],
+            yield Group(block, pick, r.row[pick], None if r.weights is None else r.weights[pick],
                          set_mask(block.reader, r.filters[row_filter[pick[0]]]))
     del block
     for _ in stream:  # the keys without rows; raises BlocksMissing when any block was missing
         pass
 
 
-def _entries(g: _Group, owners: bool = True) -> Iterator[tuple[np.ndarray | None, np.ndarray, np.ndarray | None,
-                                                               np.ndarray]]:
+def _entries(g: Group, owners: bool = True, weighted: bool = True
+             ) -> Iterator[tuple[np.ndarray | None, np.ndarray, np.ndarray | None, np.ndarray]]:
     """(row index within the group, node, label set, value) of the group's kept entries, one row group
     of the block at a time; without `owners`, the row indices (and label sets, when no filter needs
-    them) are None."""
-    for owner, nodes, sets, values in g.block.reader.entry_parts(g.rows, g.weights, owners=owners,
+    them) are None; without `weighted`, values are as stored."""
+    for owner, nodes, sets, values in g.block.reader.entry_parts(g.rows, g.weights if weighted else None,
+                                                                 owners=owners,
                                                                  label_sets=owners or g.set_mask is not None):
         deadline.check()
         if g.set_mask is None:
@@ -110,38 +125,91 @@ def merge_blocks(blocks: BlockCache, keys: Mapping[str, str], block_id: np.ndarr
     return tree
 
 
-def path_sums(blocks: BlockCache, r: Rows, granularity: str = "functions",
-              symbols: QuerySymbols | None = None) -> tuple[np.ndarray, dict[str, str]]:
+def path_sums(blocks: BlockCache, r: Rows, granularity: str = "functions", symbols: QuerySymbols | None = None,
+              read: GroupReader | None = None) -> tuple[np.ndarray | Shares, dict[str, str]]:
     """The rows' kept samples summed per function path of `blocks.paths` (weighted as `merge_blocks`
-    says), and the frames no debug information named (see `QuerySymbols.unnamed`). With `symbols`,
-    frames stored as bare addresses are symbolized first, `_SYMBOLIZE_BATCH` blocks' at once. Blocks are
-    read as the cache streams them and entries folded one row group at a time, so memory stays bounded by
-    the cache and a batch of blocks, not the range."""
-    merged = np.zeros(0, np.int64 if r.weights is None else np.float64)
+    says; with `r.divisors`, as exact `Shares`), and the frames no debug information named (see
+    `QuerySymbols.unnamed`). `read` gives a group's entries (default: its profiles', `profile_entries`).
+    With `symbols`, frames stored as bare addresses are symbolized first, `_SYMBOLIZE_BATCH` blocks' at
+    once. Blocks are read as the cache streams them and entries folded one row group at a time, so memory
+    stays bounded by the cache and a batch of blocks, not the range."""
+    sums = _PathSums(r)
     unnamed: dict[str, str] = {}
     for batch in _batches(_groups(blocks, r), _SYMBOLIZE_BATCH if symbols is not None else 1):
         if symbols is not None:
             symbols.prepare([g.block.reader for g in batch])
         for g in batch:
             node_paths = g.block.paths(granularity, symbols)  # may add paths, so the sum grows after it
-            merged = _grown(merged, len(blocks.paths))
-            sums = np.zeros(len(node_paths), merged.dtype)
-            for _, nodes, _, values in _entries(g, owners=False):
-                _fold(sums, nodes, values)
-            np.add.at(merged, node_paths, sums)
+            sums.add(g, node_paths, (read or profile_entries)(g, sums.owned), len(blocks.paths))
             if symbols is not None:
                 unnamed.update(symbols.unnamed(g.block.reader))
         del batch  # its blocks go before the next batch is fetched
-    return _grown(merged, len(blocks.paths)), unnamed
+    return sums.result(len(blocks.paths)), unnamed
 
+
+# What a tree source reads of a group: (row index within the group or None, node, value as stored) parts
+GroupEntries = Iterator[tuple[np.ndarray | None, np.ndarray, np.ndarray]]
+GroupReader = Callable[[Group, bool], GroupEntries]
+
+
+def profile_entries(g: Group, owners: bool) -> GroupEntries:
+    """The group's kept entries as its profiles stored them (row indices only when `owners`)."""
+    for owner, nodes, _, values in _entries(g, owners=owners, weighted=False):
+        yield owner, nodes, values
+
+
+class _PathSums:
+    """Entries folded per function path: summed as stored, weighted by their row's weight (float64), or,
+    with divisors, summed exactly per (path, divisor) (`shares`)."""
+
+    def __init__(self, r: Rows):
+        self.divisors, self.weights = r.divisors, (r.weights if r.divisors is None else None)
+        self.owned = self.divisors is not None or self.weights is not None  # entries must name their row
+        self.merged = np.zeros(0, np.int64 if self.weights is None else np.float64)
+        self.shares = SharesSum()
+
+    def add(self, g: Group, node_paths: np.ndarray, entries: GroupEntries, n_paths: int) -> None:
+        if self.divisors is not None:
+            self._add_shares(self.divisors[g.pick], node_paths, entries)
+            return
+        self.merged = _grown(self.merged, n_paths)
+        sums = np.zeros(len(node_paths), self.merged.dtype)
+        weights = None if self.weights is None else np.asarray(self.weights, np.float64)[g.pick]
+        for owner, nodes, values in entries:
+            _fold(sums, nodes, values if weights is None else values * weights[owner])
+        np.add.at(self.merged, node_paths, sums)
+
+    def _add_shares(self, divisors: np.ndarray, node_paths: np.ndarray, entries: GroupEntries) -> None:
+        """Integer sums per (divisor, node) of the group, as `Shares` of paths: dense (one pass, as
+        `_fold`) while the group's distinct divisors times its block's nodes stay small, else sorted."""
+        distinct, which = np.unique(divisors, return_inverse=True)
+        which = which.reshape(-1)
+        n = len(node_paths)
+        if len(distinct) * n > _DENSE_SHARES:
+            for owner, nodes, values in entries:
+                first, sums = sums_by([node_paths[nodes], divisors[owner]], values)
+                self.shares.add(Shares(node_paths[nodes][first], divisors[owner][first], sums))
+            return
+        sums = np.zeros(len(distinct) * n, np.int64)
+        for owner, nodes, values in entries:
+            _fold(sums, which[owner] * n + nodes, values)
+        used = np.flatnonzero(sums)
+        self.shares.add(Shares(node_paths[used % n], distinct[used // n], sums[used]))
+
+    def result(self, n_paths: int) -> np.ndarray | Shares:
+        return self.shares.result() if self.divisors is not None else _grown(self.merged, n_paths)
+
+
+# Sums a gauge's group may keep densely, one per (distinct divisor, stack node of its block): 32 MiB.
+_DENSE_SHARES = 1 << 22
 
 # Blocks whose unsymbolized frames are asked of the symbolizer in one call (one call per query up to it).
 _SYMBOLIZE_BATCH = 64
 
 
-def _batches(groups: Iterator[_Group], blocks: int) -> Iterator[list[_Group]]:
+def _batches(groups: Iterator[Group], blocks: int) -> Iterator[list[Group]]:
     """The groups in lists of at most `blocks` blocks, a block's groups never split."""
-    batch: list[_Group] = []
+    batch: list[Group] = []
     count = 0
     for g in groups:
         if not batch or g.block is not batch[-1].block:

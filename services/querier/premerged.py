@@ -1,0 +1,89 @@
+"""Pre-merged trees as a tree source, and the engine's choice of the rows they answer.
+
+A compacted block holds, per series and hour of its profiles, their values summed per stack node (the
+block's trees section, `blockformat`). Where a query takes a series' hour whole and keeps every sample
+of it, the sum of that hour's profiles is the tree: reading it costs one entry per stack node instead
+of one per profile and node. The nodes are the block's own, so function names, lines and symbolized
+frames come out exactly as from the profiles, and the values are integer sums, so weights (or, for
+gauges, divisors: see `shares`) apply to them as to the profiles' values.
+
+`whole_hours` is the engine's choice; `PreMergedTrees` checks it again per block, whatever it is
+handed: a tree is read only when the rows given for it are every profile the block holds of that
+series and hour and no sample filter applies, and the profiles otherwise. So a wrong choice costs
+time, never a wrong answer.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from prometheus_client import Counter
+
+from flamewatch.pprof.wire import expand_ranges
+from flamewatch.querier.blocks import BlockCache
+from flamewatch.querier.formats.pprof import Header, Named
+from flamewatch.querier.merging import Group, GroupEntries, Rows, gather_rows, path_sums, profile_entries
+from flamewatch.querier.sources import PartialTree
+from flamewatch.querier.symbolization import QuerySymbols
+from flamewatch.storage.blockformat import TREE_SPAN_NS
+from flamewatch.storage.gather import Gathered
+from flamewatch.storage.index import ProfileRows
+
+TREE_PROFILES = Counter("flamewatch_querier_tree_profiles", "Profiles merges took from pre-merged trees, not read")
+
+
+def whole_hours(rows: ProfileRows, row_filter: np.ndarray | None, with_trees: np.ndarray, start: int,
+                end: int) -> np.ndarray:
+    """Per row of a merge over [start, end]: whether a pre-merged tree may answer it. Its block holds
+    trees (`with_trees`), its series keeps every sample (filter 0), and its hour lies wholly in the range,
+    so the query takes every profile of that series and hour the block holds."""
+    hour = rows.time - rows.time % TREE_SPAN_NS
+    last_start = end - (TREE_SPAN_NS - 1)  # the last hour start whose hour ends by `end`
+    whole = (hour >= start) & (hour <= last_start) if last_start >= start else np.zeros(len(rows), bool)
+    unfiltered = np.ones(len(rows), bool) if row_filter is None else row_filter == 0
+    return whole & unfiltered & with_trees
+
+
+class PreMergedTrees:
+    """The blocks' pre-merged trees where they answer the rows, their profiles elsewhere."""
+
+    def __init__(self, blocks: BlockCache) -> None:
+        self.blocks = blocks
+
+    def tree(self, rows: Rows, granularity: str, symbols: QuerySymbols | None) -> PartialTree:
+        sums, unnamed = path_sums(self.blocks, rows, granularity, symbols, read=tree_entries)
+        return PartialTree(self.blocks.paths, sums, unnamed)
+
+    def profile(self, rows: Rows, symbols: QuerySymbols | None) -> tuple[Gathered, Header, Named]:
+        """pprof keeps what trees drop (label sets, each profile's own entries): from the profiles."""
+        return gather_rows(self.blocks, rows, symbols)
+
+
+def tree_entries(g: Group, owners: bool) -> GroupEntries:
+    """The group's entries from the trees that its rows take whole (each tree once, owned by the first of
+    its rows), and from the profiles of the other rows."""
+    reader = g.block.reader
+    if g.set_mask is not None or not reader.has_trees:
+        yield from profile_entries(g, owners)
+        return
+    trees = reader.trees
+    mine = trees.profile_tree[g.rows]
+    given = np.bincount(mine[mine >= 0], minlength=len(trees.fingerprint))
+    # a row given twice counts twice in a merge, never in a tree
+    repeated = np.bincount(mine[(mine >= 0) & ~_distinct(g.rows)], minlength=len(trees.fingerprint))
+    usable = (given == trees.profiles) & (repeated == 0)
+    whole = (mine >= 0) & usable[np.maximum(mine, 0)]
+    TREE_PROFILES.inc(int(whole.sum()))
+    used, first = np.unique(mine[whole], return_index=True)
+    counts = trees.offsets[used + 1] - trees.offsets[used]
+    picked = expand_ranges(trees.offsets[used], counts)
+    yield np.repeat(np.flatnonzero(whole)[first], counts), trees.node[picked], trees.value[picked]
+    rest = np.flatnonzero(~whole)
+    if len(rest):
+        for owner, nodes, _, values in reader.entry_parts(g.rows[rest], None, owners=True, label_sets=False):
+            yield rest[owner], nodes, values
+
+
+def _distinct(rows: np.ndarray) -> np.ndarray:
+    """Per row: whether it is given once."""
+    _, inverse, counts = np.unique(rows, return_inverse=True, return_counts=True)
+    return counts[inverse.reshape(-1)] == 1

@@ -44,6 +44,7 @@ from flamewatch.querier.sources import PartialTree
 from flamewatch.querier.symbolization import QuerySymbols
 from flamewatch.ratelimitedlog import RateLimitedLog
 from flamewatch.rpc.channels import grpc_blocking_channel
+from flamewatch.storage.blockformat import TREE_SPAN_NS
 from flamewatch.storage.frames import forest_depths, run_codes
 
 log = logging.getLogger(__name__)
@@ -65,22 +66,33 @@ ReadShare = Callable[[Rows, np.ndarray | None], list[PartialTree]]
 # ------------------------------------------------------------------------------------ cutting
 
 
-def split(r: Rows, by_tree: np.ndarray | None, series: np.ndarray, hour: np.ndarray, parts: int) -> list[np.ndarray]:
-    """Indices of the rows in up to `parts` shares of about equal cost (see the module docstring)."""
-    if parts <= 1 or not len(r.row):
-        return [np.arange(len(r.row))]
-    block = run_codes(r.block_id)[1]  # a block's rows come in runs: only the run heads are sorted
-    order = np.lexsort((r.row, hour, series, block))
-    key = np.stack([block[order], series[order], hour[order]], axis=1)
-    starts = np.flatnonzero(np.r_[True, (key[1:] != key[:-1]).any(axis=1)])
-    tree = np.zeros(len(order), bool) if by_tree is None else by_tree[order]
-    cost = np.where(tree, 0, 1)
-    cost[starts[tree[starts]]] = TREE_COST  # a tree's cost counted once, at its group's first row
-    total = np.cumsum(cost)
-    wanted = total[-1] * np.arange(1, parts) / parts
-    cuts = starts[np.minimum(np.searchsorted(starts, np.searchsorted(total, wanted)), len(starts) - 1)]
-    cuts = np.unique(cuts[cuts > 0])
-    return [share for share in np.split(order, cuts) if len(share)]
+def split(block: np.ndarray, by_tree: np.ndarray | None, series: np.ndarray, hour: np.ndarray,
+          parts: int) -> list[np.ndarray]:
+    """Indices of the rows (ascending) in up to `parts` shares of about equal cost (see the module
+    docstring): groups of one block (`block`: a code per row, in the order of the blocks), series and
+    hour, in that order, each wholly in one share."""
+    if parts <= 1 or not len(block):
+        return [np.arange(len(block))]
+    group = _groups(block, series, hour)
+    n_groups = int(group.max()) + 1
+    rows = np.bincount(group, minlength=n_groups)
+    trees = np.zeros(n_groups, np.int64) if by_tree is None else np.bincount(group[by_tree], minlength=n_groups)
+    cost = (trees > 0) * TREE_COST + rows - trees  # a tree's rows cost TREE_COST together
+    end = np.cumsum(cost)
+    share = np.minimum((end - cost) * parts // max(int(end[-1]), 1), parts - 1)[group]  # by where its group starts
+    out = [np.flatnonzero(share == i) for i in range(parts)]
+    return [s for s in out if len(s)]
+
+
+def _groups(block: np.ndarray, series: np.ndarray, hour: np.ndarray) -> np.ndarray:
+    """Per row, its (block, series, hour) group's number, numbered in that order: the key itself while the
+    keys are dense (a few per row), else its rank among the distinct keys."""
+    hour_code = (hour - hour.min()) // TREE_SPAN_NS
+    series_code = series - series.min()
+    key = (block * (int(series_code.max()) + 1) + series_code) * (int(hour_code.max()) + 1) + hour_code
+    if int(key.max()) < 8 * len(key):
+        return key
+    return np.unique(key, return_inverse=True)[1].reshape(-1)
 
 
 # ------------------------------------------------------------------------------------ the wire
@@ -94,18 +106,27 @@ def _bytes(values: np.ndarray, dtype) -> bytes:
     return np.ascontiguousarray(values, np.dtype(dtype).newbyteorder("<")).tobytes()
 
 
-def share_request(r: Rows, by_tree: np.ndarray | None, granularity: str, symbolize: bool
+def share_request(r: Rows, by_tree: np.ndarray | None, granularity: str, symbolize: bool,
+                  index: np.ndarray | None = None, codes: tuple[np.ndarray, np.ndarray] | None = None
                   ) -> partial_pb2.MergePartialRequest:
-    ids, block = run_codes(r.block_id)
+    """The request for the rows at `index` (None: all), their blocks named by `codes` (`run_codes` of
+    `r.block_id`, made once for every share of a merge: a million block ids are not copied per share)."""
+    ids, code = codes if codes is not None else run_codes(r.block_id)
+    pick = slice(None) if index is None else index
+
+    def column(values: np.ndarray | None, dtype) -> bytes:
+        return b"" if values is None else _bytes(values[pick], dtype)
+
+    code = code[pick]
+    used = np.flatnonzero(np.bincount(code, minlength=len(ids)))
+    renumber = np.zeros(len(ids), np.int64)
+    renumber[used] = np.arange(len(used))
+    names = ids[used].tolist()
     return partial_pb2.MergePartialRequest(
-        block_ids=ids.tolist(), block_keys=[r.keys[b] for b in ids.tolist()],
-        block=_bytes(block, np.int32), row=_bytes(r.row, np.int64),
-        weights=b"" if r.weights is None else _bytes(r.weights, np.float64),
-        divisors=b"" if r.divisors is None else _bytes(r.divisors, np.int64),
-        filters=[format_matchers(f) for f in r.filters],
-        row_filter=b"" if r.row_filter is None else _bytes(r.row_filter, np.int32),
-        by_tree=b"" if by_tree is None else _bytes(by_tree, np.uint8),
-        granularity=granularity, symbolize=symbolize)
+        block_ids=names, block_keys=[r.keys[b] for b in names], block=_bytes(renumber[code], np.int32),
+        row=column(r.row, np.int64), weights=column(r.weights, np.float64), divisors=column(r.divisors, np.int64),
+        filters=[format_matchers(f) for f in r.filters], row_filter=column(r.row_filter, np.int32),
+        by_tree=column(by_tree, np.uint8), granularity=granularity, symbolize=symbolize)
 
 
 def share_rows(request: partial_pb2.MergePartialRequest, tenant: str) -> tuple[Rows, np.ndarray | None]:
@@ -260,7 +281,8 @@ class Peers:
         if not peers:
             return None
         parts = max(len(peers) + 1, -(-len(r.row) // _MAX_SHARE_ROWS))
-        shares = split(r, by_tree, series, hour, parts)
+        codes = run_codes(r.block_id)
+        shares = split(codes[1], by_tree, series, hour, parts)
         if len(shares) < 2:
             return None
         # share 0 here, the rest round robin over the peers (shares beyond the peers only for huge merges)
@@ -268,8 +290,7 @@ class Peers:
         try:
             for i, share in enumerate(shares[1:]):
                 address = peers[i % len(peers)]
-                request = share_request(r.take(share), None if by_tree is None else by_tree[share], granularity,
-                                        symbols is not None)
+                request = share_request(r, by_tree, granularity, symbols is not None, share, codes)
                 calls.append((address, share, self._call(address, tenant, request)))
             mine = shares[0]
             results = read(r.take(mine), None if by_tree is None else by_tree[mine])

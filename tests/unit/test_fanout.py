@@ -15,7 +15,9 @@ from flamewatch.querier.merging import Rows
 from flamewatch.querier.paths import PathIndex
 from flamewatch.querier.premerged import PreMergedTrees
 from flamewatch.querier.sources import LocalBlocks, PartialTree, combine
+from flamewatch.storage.blockformat import TREE_SPAN_NS
 from flamewatch.storage.filesystem import FilesystemObjectStore
+from flamewatch.storage.frames import run_codes
 
 KEY = "acme/blocks/1/2026/11/26/trees.parquet"
 
@@ -24,7 +26,7 @@ def rows_of(n_blocks: int, per_block: int, rng: np.random.Generator):
     block = np.repeat(np.array([f"b{i}" for i in range(n_blocks)], object), per_block)
     r = Rows({f"b{i}": f"acme/blocks/0/b{i}" for i in range(n_blocks)}, block, rng.permutation(len(block)) % 997)
     series = rng.integers(0, 5, len(block))
-    hour = rng.integers(0, 3, len(block))
+    hour = rng.integers(0, 3, len(block)) * TREE_SPAN_NS + 7 * TREE_SPAN_NS
     return r, series, hour
 
 
@@ -33,7 +35,7 @@ def test_shares_hold_every_row_once_and_never_cut_a_series_hour_of_a_block(parts
     rng = np.random.default_rng(parts)
     r, series, hour = rows_of(7, 300, rng)
     by_tree = (series + hour) % 2 == 0
-    shares = split(r, by_tree, series, hour, parts)
+    shares = split(run_codes(r.block_id)[1], by_tree, series, hour, parts)
     assert len(shares) == parts
     assert np.sort(np.concatenate(shares)).tolist() == list(range(len(r.row)))
     owner = np.empty(len(r.row), np.int64)
@@ -54,7 +56,7 @@ def test_shares_hold_every_row_once_and_never_cut_a_series_hour_of_a_block(parts
 def test_each_share_reads_a_contiguous_run_of_blocks():
     rng = np.random.default_rng(1)
     r, series, hour = rows_of(10, 100, rng)
-    shares = split(r, None, series, hour, 3)
+    shares = split(run_codes(r.block_id)[1], None, series, hour, 3)
     firsts = [sorted({int(b[1:]) for b in r.block_id[s]}) for s in shares]
     for a, b in zip(firsts, firsts[1:]):
         assert a[-1] <= b[0]  # at most one block read by two shares
@@ -64,9 +66,9 @@ def test_each_share_reads_a_contiguous_run_of_blocks():
 def test_one_share_or_one_row_is_not_split():
     rng = np.random.default_rng(2)
     r, series, hour = rows_of(1, 1, rng)
-    assert [s.tolist() for s in split(r, None, series, hour, 3)] == [[0]]
+    assert [s.tolist() for s in split(run_codes(r.block_id)[1], None, series, hour, 3)] == [[0]]
     r, series, hour = rows_of(3, 10, rng)
-    assert [s.tolist() for s in split(r, None, series, hour, 1)] == [list(range(30))]
+    assert [s.tolist() for s in split(run_codes(r.block_id)[1], None, series, hour, 1)] == [list(range(30))]
 
 
 def wire(message):
@@ -89,7 +91,7 @@ def test_a_share_read_by_another_querier_adds_up_to_the_bit(blocks, gauge, granu
     store.put(KEY, blocks._source.get("trees"))
     peer = BlockCache(store, 1 << 30, 1, PathIndex())
     try:
-        shares = split(rows, by_tree, fingerprint, hour, 2)
+        shares = split(run_codes(rows.block_id)[1], by_tree, fingerprint, hour, 2)
         assert len(shares) == 2 and by_tree[shares[0]].any()
         for share in shares:
             sent = rows.take(share)

@@ -300,9 +300,9 @@ def profile_rows(db: Database, series_ids: Sequence[int], start: int, end: int) 
             binary=True,  # the packed arrays as they are, not hex text
         ).fetchall()
     rows = _unpack(found)
-    rows = rows.take(np.flatnonzero((rows.time >= start) & (rows.time <= end)))
+    keep = np.flatnonzero((rows.time >= start) & (rows.time <= end))
     # Postgres returns the rows in no set order: sort fully, so a float (gauge) sum adds in one order.
-    return rows.take(np.lexsort((rows.row, rows.block_id, rows.time)))
+    return rows.take(keep[_time_block_row_order(rows.time[keep], _block_ranks(found)[keep], rows.row[keep])])
 
 
 def profile_totals(db: Database, series_ids: Sequence[int], start: int, end: int) -> ProfileRows:
@@ -407,6 +407,31 @@ def tenant_series(db: Database, tenants: Sequence[str] | None = None) -> dict[st
         query, params = query + " WHERE tenant = ANY(%s)", [list(tenants)]
     with db.connection() as conn:
         return dict(conn.execute(query + " GROUP BY tenant", params).fetchall())
+
+
+def _time_block_row_order(time: np.ndarray, block_rank: np.ndarray, row: np.ndarray) -> np.ndarray:
+    """The order by time, then block, then row. Blocks go by their ids' ranks, not the ids (a million
+    string comparisons cost seconds), and time and block as one int64 key where it fits: Postgres gives
+    each series' times of a block as one sorted run, which a stable sort of one key merges quickly; a tie
+    of time and block (a profile stored twice) falls back to sorting by all three."""
+    if not len(time):
+        return np.zeros(0, np.int64)
+    span = int(block_rank.max()) + 1
+    low = int(time.min())
+    if (int(time.max()) - low) * span < 2**62:
+        order = np.argsort((time - low) * span + block_rank, kind="stable")
+        key = time[order] - low  # as the key, without building it again
+        key = key * span + block_rank[order]
+        if not (key[1:] == key[:-1]).any():
+            return order
+    return np.lexsort((row, block_rank, time))
+
+
+def _block_ranks(found: list[tuple]) -> np.ndarray:
+    """Per profile of `_unpack(found)`, the rank of its block id among those found (ids order as ranks do)."""
+    counts = [len(r[2]) // _TIME.itemsize for r in found]
+    ranks = np.unique(np.array([r[1] for r in found], str), return_inverse=True)[1] if found else np.zeros(0, int)
+    return np.repeat(ranks.reshape(-1), counts)
 
 
 def _unpack(found: list[tuple]) -> ProfileRows:

@@ -77,9 +77,10 @@ def _groups(blocks: BlockCache, r: Rows) -> Iterator[Group]:
     group's block is let go of when the caller moves past it (see `blocks.BlockCache.stream`)."""
     row_filter = np.zeros(len(r.row), np.int64) if r.row_filter is None else r.row_filter
     block_index = run_codes(r.block_id)[1]  # rows come in runs of one block: no sort of every block id
-    order = np.lexsort((r.row, row_filter, block_index))  # rows in block order: read as runs
-    key = np.stack([block_index, row_filter], axis=1)[order]
-    starts = np.flatnonzero(np.r_[True, (key[1:] != key[:-1]).any(axis=1)]) if len(order) else []
+    group = block_index * (int(row_filter.max(initial=0)) + 1) + row_filter  # ordered as (block, filter)
+    order = _group_row_order(group, r.row)  # rows in block order: read as runs
+    key = group[order]
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(order) else []
     picks = np.split(order, starts[1:]) if len(order) else []
     keys = [r.keys[r.block_id[pick[0]]] for pick in picks]  # a block's groups are consecutive
     stream = blocks.stream([*keys, *r.keys.values()])  # every key listed, so every missing one is named
@@ -94,6 +95,17 @@ def _groups(blocks: BlockCache, r: Rows) -> Iterator[Group]:
     del block
     for _ in stream:  # the keys without rows; raises BlocksMissing when any block was missing
         pass
+
+
+def _group_row_order(group: np.ndarray, row: np.ndarray) -> np.ndarray:
+    """The order by group, then row: one int64 key where it fits (a stable sort of one key costs less than
+    half of sorting by two), else both keys."""
+    if not len(row):
+        return np.zeros(0, np.int64)
+    span = int(row.max()) + 1
+    if int(group.max()) * span + span < 2**62 and int(row.min()) >= 0:
+        return np.argsort(group * span + row, kind="stable")
+    return np.lexsort((row, group))
 
 
 def _entries(g: Group, owners: bool = True, weighted: bool = True

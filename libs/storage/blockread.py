@@ -23,7 +23,7 @@ from flamewatch.storage.blockformat import (
     TREE_SPAN_NS,
 )
 from flamewatch.storage.framenames import frame_line_names, frame_names, frame_table
-from flamewatch.storage.frames import forest_depths, row_codes
+from flamewatch.storage.frames import forest_depths
 from flamewatch.storage.symbols import SymbolPart, stored_part
 
 # What the parsed parquet footer of an open block holds in C++ memory that no Python figure shows: per column
@@ -65,11 +65,22 @@ class StoredTrees:
 
     def find(self, fingerprint: np.ndarray, hour: np.ndarray) -> np.ndarray:
         """The tree of each (series fingerprint, hour); -1 where the block holds none."""
-        n = len(self.fingerprint)
-        code, first = row_codes([np.r_[self.fingerprint, fingerprint], np.r_[self.hour, hour]])
-        tree_of = np.full(len(first), -1, np.int64)
-        tree_of[code[:n]] = np.arange(n)
-        return tree_of[code[n:]]
+        out = np.full(len(fingerprint), -1, np.int64)
+        if not len(self.fingerprint) or not len(fingerprint):
+            return out
+        # Ranks among the trees' own fingerprints and hours (a few thousand, sorted here), then one
+        # searchsorted per row: no sort of the rows' (64-bit hash, hour) pairs.
+        series, tree_series = np.unique(self.fingerprint, return_inverse=True)
+        hours, tree_hour = np.unique(self.hour, return_inverse=True)
+        tree_key = tree_series.reshape(-1) * len(hours) + tree_hour.reshape(-1)
+        order = np.argsort(tree_key)
+        s = np.minimum(np.searchsorted(series, fingerprint), len(series) - 1)
+        h = np.minimum(np.searchsorted(hours, hour), len(hours) - 1)
+        key = s * len(hours) + h
+        at = np.minimum(np.searchsorted(tree_key[order], key), len(order) - 1)
+        hit = (series[s] == fingerprint) & (hours[h] == hour) & (tree_key[order][at] == key)
+        out[hit] = order[at[hit]]
+        return out
 
 
 class BlockReader:

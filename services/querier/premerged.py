@@ -84,6 +84,5 @@ def tree_entries(g: Group, owners: bool) -> GroupEntries:
 
 
 def _distinct(rows: np.ndarray) -> np.ndarray:
-    """Per row: whether it is given once."""
-    _, inverse, counts = np.unique(rows, return_inverse=True, return_counts=True)
-    return counts[inverse.reshape(-1)] == 1
+    """Per row (of a block: fewer than its profiles): whether it is given once."""
+    return np.bincount(rows)[rows] == 1 if len(rows) else np.zeros(0, bool)

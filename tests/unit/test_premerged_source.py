@@ -184,3 +184,24 @@ def test_an_hour_is_whole_when_the_range_holds_it_from_its_first_to_its_last_nan
     assert whole_hours(rows, None, np.array([True, True, False, True]), 0, 8 * HOUR).tolist() == [
         True, True, False, True]
     assert not whole_hours(rows, None, trees, 5 * HOUR, 5 * HOUR + 20).any()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_finding_the_tree_of_each_row_agrees_with_a_lookup_by_pair(seed):
+    from flamewatch.storage.blockread import StoredTrees
+
+    rng = np.random.default_rng(seed)
+    fingerprints = rng.integers(-(2**63), 2**63 - 1, 30, dtype=np.int64)  # hashes: negative ones too
+    hours = (np.arange(5) + 400_000) * HOUR
+    pairs = sorted({(int(f), int(h)) for f, h in zip(rng.choice(fingerprints, 80), rng.choice(hours, 80))})
+    fp, hr = (np.array(c, np.int64) for c in zip(*pairs))
+    empty = np.zeros(0, np.int64)
+    trees = StoredTrees(fp, hr, np.zeros(len(fp) + 1, np.int64), empty, empty, empty, empty)
+    rows_fp = np.r_[rng.choice(fingerprints, 500), rng.integers(-(2**63), 2**63 - 1, 20, dtype=np.int64)]
+    rows_hour = np.r_[rng.choice(hours, 500), rng.choice(hours, 20)]
+    rows_hour[:7] += 1  # not an hour any tree has
+    where = {pair: i for i, pair in enumerate(pairs)}
+    expected = [where.get((int(f), int(h)), -1) for f, h in zip(rows_fp, rows_hour)]
+    assert trees.find(rows_fp, rows_hour).tolist() == expected
+    assert -1 in expected and max(expected) >= 0
+    assert trees.find(empty, empty).tolist() == []

@@ -73,13 +73,24 @@ def split(block: np.ndarray, by_tree: np.ndarray | None, series: np.ndarray, hou
     hour, in that order, each wholly in one share."""
     if parts <= 1 or not len(block):
         return [np.arange(len(block))]
+    return cut(*group_costs(block, by_tree, series, hour), parts)
+
+
+def group_costs(block: np.ndarray, by_tree: np.ndarray | None, series: np.ndarray,
+                hour: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row its (block, series, hour) group, and per group what reading it costs: its rows, or
+    `TREE_COST` for rows a pre-merged tree answers together."""
     group = _groups(block, series, hour)
     n_groups = int(group.max()) + 1
     rows = np.bincount(group, minlength=n_groups)
     trees = np.zeros(n_groups, np.int64) if by_tree is None else np.bincount(group[by_tree], minlength=n_groups)
-    cost = (trees > 0) * TREE_COST + rows - trees  # a tree's rows cost TREE_COST together
+    return group, (trees > 0) * TREE_COST + rows - trees
+
+
+def cut(group: np.ndarray, cost: np.ndarray, parts: int) -> list[np.ndarray]:
+    """The rows in up to `parts` runs of groups of about equal cost, each group in the run where it starts."""
     end = np.cumsum(cost)
-    share = np.minimum((end - cost) * parts // max(int(end[-1]), 1), parts - 1)[group]  # by where its group starts
+    share = np.minimum((end - cost) * parts // max(int(end[-1]), 1), parts - 1)[group]
     out = [np.flatnonzero(share == i) for i in range(parts)]
     return [s for s in out if len(s)]
 
@@ -280,9 +291,11 @@ class Peers:
         peers = self.live()
         if not peers:
             return None
-        parts = max(len(peers) + 1, -(-len(r.row) // _MAX_SHARE_ROWS))
         codes = run_codes(r.block_id)
-        shares = split(codes[1], by_tree, series, hour, parts)
+        group, cost = group_costs(codes[1], by_tree, series, hour)
+        if int(cost.sum()) < self.min_rows:  # a month of whole hours is a few hundred trees: read here
+            return None
+        shares = cut(group, cost, max(len(peers) + 1, -(-len(r.row) // _MAX_SHARE_ROWS)))
         if len(shares) < 2:
             return None
         # share 0 here, the rest round robin over the peers (shares beyond the peers only for huge merges)

@@ -207,7 +207,8 @@ class Symbolization:
         objects = [f"{f} (build ID {b})" if b and f else b or f
                    for b, f in zip(un.build_id[unnamed].tolist(), un.file_name[unnamed].tolist())]
         found: dict[str, str] = {}
-        for names in (reader.location_names, reader.location_line_names):
+        # a block whose frames all have names (most: Go's) builds no name of each of its locations here
+        for names in (reader.location_names, reader.location_line_names) if len(frames) else ():
             found.update(zip(names[frames].tolist(), objects))
         reader.__dict__["_symbolization_unnamed"] = (stamp, found)
         return found

@@ -19,6 +19,7 @@ from flamewatch.cli.frontend import DEFAULT_UI_DIR
 from flamewatch.cli.ingester import ingester_config
 from flamewatch.cli.limits import limit_flags
 from flamewatch.cli.process import browsable, config_loader, listen, local, open_storage, run, serve, with_port
+from flamewatch.cli.querypool import QueryWorkers, default_workers
 from flamewatch.cli.symbolizer import symbolizer_config, symbolizer_flags
 from flamewatch.querier.config import QuerierConfig
 
@@ -38,6 +39,10 @@ def add_parser(sub) -> None:
     p.address("--grpc-address", "gRPC listen address (IngestService, QueryService, SymbolizerService); loopback "
               "only by default, :8081 for every interface", "127.0.0.1:8081")
     flags.query_limit_flags(p)
+    p.add("--query.workers", "querier processes beside this one that take shares of long merges, so a month's "
+          "flamegraph uses more than one core; started at the first merge long enough to split, stopped after "
+          "5 minutes without one, each with its own block cache of 256 MiB (0: off; default one per core "
+          "beyond the first, at most 3)", dest="query_workers", type=int, default=default_workers())
     flags.rules_flag(p)
     symbolizer_flags(p)
     flags.storage_flags(p)
@@ -95,13 +100,17 @@ def run_all(args: argparse.Namespace) -> int:
         start_compactor(stack, args, store, db)  # compaction's CPU and memory peaks stay out of this process
         notify = alert_sender(stack, alerting_config(args, own_url), db)
         querier_config = QuerierConfig(cache_bytes=QuerierConfig.embedded_cache_bytes, **flags.query_limits(args))
+        workers = None
+        if args.query_workers > 0:
+            workers = QueryWorkers(args.query_workers, args, db.dsn, own_grpc, QuerierConfig.embedded_cache_bytes)
+            stack.callback(workers.stop)
         # Listed in the order they start; the stack stops them in reverse: the collector first (after it
         # has sent what it queued, `before_stop`), the ingester's last flush last.
         recording = events.assemble(db, notify)
         services = combine(ingester.assemble(stack, _without_maintenance(ingester_config(args)), store, db), recording,
                            symbolizer.assemble(stack, store, symbolizer_config(args)),
                            querier.assemble(stack, querier_config, store, db, own_grpc, args.rules_file,
-                                            recording.parts["recorder"].record),
+                                            recording.parts["recorder"].record, workers),
                            collector.assemble(stack, config, own_grpc),
                            Assembly([ui_router(DEFAULT_UI_DIR)]))
         await serve(args, listeners, services, ready=storage_readiness(store, db, flags.local_disks(storage)),

@@ -26,7 +26,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from flamewatch.cli import flags
-from flamewatch.cli.process import listen, open_storage, run, serve
+from flamewatch.cli.process import listen, open_storage, run, serve, watch_parent
 from flamewatch.ratelimitedlog import RateLimitedLog
 
 if TYPE_CHECKING:
@@ -38,7 +38,6 @@ log = logging.getLogger("flamewatch")
 
 NICE_BESIDE_ALL = 10  # below the queries and pushes of `flamewatch all`, above nothing else's work
 STOP_TIMEOUT_S = 5.0  # a round stops only between jobs; past this the job is killed (the store stays consistent)
-PARENT_POLL_S = 1.0
 RESTART_S = 10.0
 # `all` is started first: the compactor's own start (its imports take about a second of CPU) waits this
 # long, or one interval if shorter, so it does not slow the start of the process users wait for
@@ -78,9 +77,7 @@ def run_compactor(args: argparse.Namespace) -> int:
 
     async def main(stack: contextlib.AsyncExitStack) -> None:
         listeners = listen(args, stack, args.http_address, None)
-        if args.parent_pid:
-            watch = asyncio.create_task(_stop_without(args.parent_pid), name="parent-watch")
-            stack.callback(watch.cancel)
+        watch_parent(stack, args.parent_pid, "compactor")
         store, db = open_storage(stack, storage)
         done = _stop_this_process if args.exit_when_done else None
         await serve(args, listeners, assemble_compactor(stack, config, store, db, done),
@@ -96,14 +93,6 @@ def _one_decoding_thread() -> None:
     import pyarrow
 
     pyarrow.set_cpu_count(1)
-
-
-async def _stop_without(parent: int) -> None:
-    """Stop this process as SIGTERM does once `parent` has gone (it is then some other process's child)."""
-    while os.getppid() == parent:
-        await asyncio.sleep(PARENT_POLL_S)
-    log.warning("compactor: the process that started it (%d) is gone; stopping", parent)
-    _stop_this_process()
 
 
 def _stop_this_process() -> None:

@@ -141,6 +141,9 @@ def query_limit_flags(p: Parser) -> None:
           "reads any (GET /api/v1/analyze tells what a query would read); a query over it is refused with 422 / "
           "RESOURCE_EXHAUSTED saying how to narrow it, e.g. 2GiB (0: no limit)", dest="query_max_bytes",
           type=byte_size, default=QuerierConfig.max_bytes)
+    p.add("--query.split-min-profiles", "a merge of at least this many profiles is split with the querier's peers "
+          "(--query.peers) or query workers (flamewatch all); smaller ones are read by the asked querier alone",
+          dest="query_split_min_profiles", type=int, default=QuerierConfig.split_min_profiles)
     p.add("--query.max-bytes-tenant", "a tenant's own --query.max-bytes, TENANT=BYTES (e.g. acme=20GiB, or "
           "acme=0 for no limit); repeat for more", dest="query_max_bytes_tenant", action="append", default=[],
           type=_tenant_bytes)
@@ -179,7 +182,8 @@ def rules_flag(p: Parser) -> None:
 
 def query_limits(args: argparse.Namespace) -> dict:
     return {"max_matchers": args.query_max_matchers, "query_timeout_s": args.query_timeout,
-            "max_bytes": args.query_max_bytes, "tenant_max_bytes": dict(args.query_max_bytes_tenant)}
+            "max_bytes": args.query_max_bytes, "tenant_max_bytes": dict(args.query_max_bytes_tenant),
+            "split_min_profiles": args.query_split_min_profiles}
 
 
 def common_flags(p: Parser, heap_profiling: bool = False) -> None:

@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 
 from flamewatch.config import StorageConfig
@@ -135,3 +136,22 @@ def browsable(address: str) -> str:
     """host:port as a browser on this machine reaches it: a wildcard or loopback host is localhost."""
     host, _, port = address.rpartition(":")
     return f"{'localhost' if host in ('', '0.0.0.0', '::', '[::]', '127.0.0.1') else host}:{port}"
+
+
+PARENT_POLL_S = 1.0
+
+
+def watch_parent(stack: contextlib.AsyncExitStack, parent: int | None, what: str) -> None:
+    """A child of `flamewatch all` (`--parent-pid`): stop as SIGTERM does once `parent` is gone (no
+    SIGTERM comes when it is killed; this process is then some other process's child)."""
+    if not parent:
+        return
+
+    async def watch() -> None:
+        while os.getppid() == parent:
+            await asyncio.sleep(PARENT_POLL_S)
+        log.warning("%s: the process that started it (%d) is gone; stopping", what, parent)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    task = asyncio.create_task(watch(), name="parent-watch")
+    stack.callback(task.cancel)

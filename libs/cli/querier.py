@@ -7,7 +7,7 @@ import contextlib
 
 from flamewatch.cli import flags
 from flamewatch.cli.alerts import alert_sender, alerting_config, alerting_flags
-from flamewatch.cli.process import listen, open_storage, run, serve
+from flamewatch.cli.process import listen, open_storage, run, serve, watch_parent
 from flamewatch.cli.symbolizer import querier_flags as symbolizer_address_flag
 from flamewatch.querier.config import QuerierConfig
 
@@ -27,6 +27,13 @@ def add_parser(sub) -> None:
     p.add("--max-nodes", "default largest number of nodes in a flamegraph, top table or tree", type=int,
           default=QuerierConfig.default_max_nodes)
     flags.query_limit_flags(p)
+    p.add("--query.peers", "other querier replicas to split long merges with, by block, over gRPC: "
+          "dns:///NAME:PORT (every address a headless Service resolves to, re-resolved every 30 s, this pod's own "
+          "left out) or HOST:PORT,HOST:PORT; each answers its share's partial tree and this querier adds them up "
+          "(the answer is the same as alone). With a web configuration file, the client identity must read every "
+          "tenant", dest="query_peers", default=None)
+    # `flamewatch all`'s query workers: stop once that process is gone
+    p.add_argument("--parent-pid", dest="parent_pid", type=int, default=None, help=argparse.SUPPRESS)
     flags.rules_flag(p)
     symbolizer_address_flag(p)
     flags.storage_flags(p)
@@ -38,6 +45,7 @@ def add_parser(sub) -> None:
 def run_querier(args: argparse.Namespace) -> int:
     from flamewatch.events import api as events
     from flamewatch.querier import assemble
+    from flamewatch.querier.fanout import PeerAddresses
     from flamewatch.rpc.assembly import combine
     from flamewatch.rpc.readiness import storage_readiness
 
@@ -47,13 +55,16 @@ def run_querier(args: argparse.Namespace) -> int:
                            **flags.query_limits(args))
     alerting = alerting_config(args)
 
+    peers = PeerAddresses(args.query_peers) if args.query_peers else None  # a malformed list fails the start
+
     async def main(stack: contextlib.AsyncExitStack) -> None:
         listeners = listen(args, stack, config.http_address, config.grpc_address)
+        watch_parent(stack, args.parent_pid, "query worker")
         store, db = open_storage(stack, flags.storage_config(args))
         notify = alert_sender(stack, alerting, db)
         recording = events.assemble(db, notify)
         querier = assemble.assemble(stack, config, store, db, args.symbolizer_address, args.rules_file,
-                                    recording.parts["recorder"].record)
+                                    recording.parts["recorder"].record, peers)
         await serve(args, listeners, combine(querier, recording),
                     ready=storage_readiness(store, db))
 

@@ -15,6 +15,7 @@
     UnimplementedError                a method or encoding we lack UNIMPLEMENTED     501   501
     └── UnknownMethodError            no such method               UNIMPLEMENTED     404   404
     DeadlineExceededError             the client's deadline passed DEADLINE_EXCEEDED 504   504
+    CancelledError                    the client went away         CANCELLED         499   499
     StorageUnavailable                a backend is down            UNAVAILABLE       503   503
     └── StorageFull                   a disk is full               UNAVAILABLE       503   503
     BlocksMissing                     blocks lost from the store   DATA_LOSS         500   500
@@ -84,6 +85,10 @@ class DeadlineExceededError(TimeoutError):
     """The deadline the client set passed before the answer was ready."""
 
 
+class CancelledError(Exception):
+    """The client went away before the answer was ready, so the work for it was stopped."""
+
+
 class UnprocessableError(ValueError):
     """The request's metadata is fine but its body cannot be read as a profile (protocols whose
     clients tell this apart from bad metadata, such as the Pyroscope SDKs' /ingest)."""
@@ -113,6 +118,7 @@ _TABLE: list[tuple[type[BaseException], Status]] = [
     (UnknownMethodError, Status(grpc.StatusCode.UNIMPLEMENTED, 404)),
     (UnimplementedError, Status(grpc.StatusCode.UNIMPLEMENTED, 501)),
     (DeadlineExceededError, Status(grpc.StatusCode.DEADLINE_EXCEEDED, 504)),
+    (CancelledError, Status(grpc.StatusCode.CANCELLED, 499)),
     (StorageUnavailable, Status(grpc.StatusCode.UNAVAILABLE, 503)),
     (BlocksMissing, Status(grpc.StatusCode.DATA_LOSS, 500)),
 ]

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 
 from flamewatch.querier.blocks import BlockCache
 from flamewatch.querier.config import QuerierConfig
 from flamewatch.querier.connect import router as connect_router
 from flamewatch.querier.engine import Querier
+from flamewatch.querier.fanout import Peers
 from flamewatch.querier.incidents import Incidents
 from flamewatch.querier.incidents import register_grpc as incidents_grpc
 from flamewatch.querier.incidents import router as incidents_router
@@ -27,16 +29,22 @@ def routers(querier: Querier) -> list:
 
 
 def assemble(stack: contextlib.AsyncExitStack, config: QuerierConfig, store: ObjectStore, db: Database,
-             symbolizer_address: str | None = None, rules_file: str | None = None, record=None) -> Assembly:
+             symbolizer_address: str | None = None, rules_file: str | None = None, record=None,
+             peers: Callable[[], list[str]] | None = None) -> Assembly:
     """The querier over open storage: its block cache (in memory, and on disk when configured), with a
-    symbolizer's address the step that names bare addresses at query time, and with a rule file its
-    rules (regressions go to `record`, `events.api.Recorder.record`; recorded series to /metrics)."""
+    symbolizer's address the step that names bare addresses at query time, with a rule file its
+    rules (regressions go to `record`, `events.api.Recorder.record`; recorded series to /metrics), and
+    with `peers` (the gRPC addresses of other queriers, asked at each long merge) long merges split with
+    them (`fanout`)."""
     from flamewatch.storage.disk_cache import DiskCache
 
     source = DiskCache(store, config.disk_cache_dir, config.disk_cache_bytes) if config.disk_cache_dir else store
     blocks = BlockCache(source, config.cache_bytes, config.fetch_concurrency, PathIndex())
     stack.callback(blocks.close)
     querier = Querier(db, blocks, config, _symbolization(stack, symbolizer_address, db))
+    if peers is not None:
+        querier.peers = Peers(peers, config.split_min_profiles)
+        stack.callback(querier.peers.close)
     incidents = incidents_grpc(Incidents(db))
 
     def register(server) -> None:

@@ -23,6 +23,8 @@ class QuerierConfig:
     query_timeout_s: float = 30.0  # per engine call, Postgres statements included; 0: unbounded
     max_bytes: int = 0  # of block objects one selection may read; 0: unbounded
     tenant_max_bytes: Mapping[str, int] = field(default_factory=dict)  # tenants' own max_bytes
+    # a merge of fewer profiles is read by the asked querier alone: a peer's round trip would cost more
+    split_min_profiles: int = 20_000
 
     def max_bytes_of(self, tenant: str) -> int:
         return self.tenant_max_bytes.get(tenant, self.max_bytes)

@@ -11,6 +11,7 @@ The budget is a context variable, so it follows the call on its own thread and n
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Iterator
 from contextvars import ContextVar
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 
 import psycopg
 
-from flamewatch.rpc.errors import DeadlineExceededError
+from flamewatch.rpc.errors import CancelledError, DeadlineExceededError
 from flamewatch.storage.postgres import Database
 
 
@@ -30,18 +31,25 @@ class QueryTimeout(DeadlineExceededError):
 class _Budget:
     timeout_s: float
     until: float  # time.monotonic()
+    cancelled: threading.Event | None = None  # set when the caller has gone
 
 
 _budget: ContextVar[_Budget | None] = ContextVar("flamewatch_query_budget", default=None)
 
 
+class QueryCancelled(CancelledError):
+    """The caller of a query went away (a peer querier's merge it no longer waits for), so it was stopped."""
+
+
 @contextlib.contextmanager
-def bounded(timeout_s: float | None) -> Iterator[None]:
-    """Run the block within `timeout_s` (None or 0: unbounded). An inner call keeps the outer budget."""
-    if not timeout_s or _budget.get() is not None:
+def bounded(timeout_s: float | None, cancelled: threading.Event | None = None) -> Iterator[None]:
+    """Run the block within `timeout_s` (None or 0: unbounded), and until `cancelled` is set. An inner call
+    keeps the outer budget."""
+    if (not timeout_s and cancelled is None) or _budget.get() is not None:
         yield
         return
-    token = _budget.set(_Budget(timeout_s, time.monotonic() + timeout_s))
+    token = _budget.set(_Budget(timeout_s or 0.0, time.monotonic() + timeout_s if timeout_s else float("inf"),
+                                cancelled))
     try:
         yield
     finally:
@@ -51,8 +59,18 @@ def bounded(timeout_s: float | None) -> Iterator[None]:
 def check() -> None:
     """Raise `QueryTimeout` when the current budget is spent."""
     budget = _budget.get()
-    if budget is not None and time.monotonic() >= budget.until:
+    if budget is None:
+        return
+    if budget.cancelled is not None and budget.cancelled.is_set():
+        raise QueryCancelled("the caller of this query went away; it was stopped")
+    if time.monotonic() >= budget.until:
         raise _timeout(budget)
+
+
+def remaining() -> float | None:
+    """Seconds left of the current budget (None: unbounded), for a call made on the query's behalf."""
+    budget = _budget.get()
+    return None if budget is None or budget.until == float("inf") else max(0.001, budget.until - time.monotonic())
 
 
 def _timeout(budget: _Budget) -> QueryTimeout:

@@ -27,6 +27,7 @@ from flamewatch.querier.calltree import CallTree
 from flamewatch.querier.changes import function_shares
 from flamewatch.querier.config import QuerierConfig
 from flamewatch.querier.cost import QueryCost
+from flamewatch.querier.fanout import Peers
 from flamewatch.querier.formats.pprof import render_pprof
 from flamewatch.querier.merging import (
     Rows,
@@ -41,6 +42,7 @@ from flamewatch.querier.sources import LocalBlocks, PartialTree, TreeSource, com
 from flamewatch.querier.symbolization import QuerySymbols, Symbolization
 from flamewatch.rpc.errors import NotFoundError
 from flamewatch.storage import index
+from flamewatch.storage.blockformat import TREE_SPAN_NS
 from flamewatch.storage.frames import row_codes, run_codes
 from flamewatch.storage.index import ProfileRows, Series
 from flamewatch.storage.postgres import Database
@@ -111,6 +113,7 @@ class Querier:
         self.source: TreeSource = LocalBlocks(blocks)  # where merges read their partial trees
         self.trees: TreeSource | None = PreMergedTrees(blocks)  # where they read whole hours (None: never)
         self.symbolization = symbolization  # None: frames stored as addresses stay addresses
+        self.peers: Peers | None = None  # other queriers that take shares of long merges (`fanout`)
 
     # ------------------------------------------------------------------------------------ labels
 
@@ -346,27 +349,52 @@ class Querier:
         weights = None if divisors is None else 1.0 / divisors
         r, objects = self._rows_and_objects(tenant, rows, sel, weights, divisors)
         symbols = self.symbolization.for_query(tenant) if self.symbolization is not None else None
-        merged = combine(self._partials(r, rows, objects, span, granularity, symbols))
+        merged = combine(self._partials(tenant, r, rows, objects, span, granularity, symbols))
         tree = merged.tree()
         if symbols is not None:
             symbols.note_unnamed(merged.unnamed, tree.names)
         return Merged(sel.profile_type, tree, self._profiles(r), tuple(symbols.state.warnings) if symbols else ())
 
-    def _partials(self, r: Rows, rows: ProfileRows, objects: dict[str, index.StoredObject],
+    def _partials(self, tenant: str, r: Rows, rows: ProfileRows, objects: dict[str, index.StoredObject],
                   span: tuple[int, int] | None, granularity: str, symbols: QuerySymbols | None) -> list[PartialTree]:
-        """The partial trees of the rows: whole hours of blocks with trees from `self.trees`, the rest
-        from `self.source` (one source alone when it answers every row)."""
+        """The partial trees of the rows, split with the peers when there are any and the merge is long
+        (`fanout`), else read here alone (`read_partials`)."""
+        by_tree = self._by_tree(rows, r.row_filter, objects, span)
+        if self.peers is not None:
+            split = self.peers.partials(tenant, r, by_tree, rows.series_id, rows.time - rows.time % TREE_SPAN_NS,
+                                        granularity, symbols, lambda share, trees: self.read_partials(
+                                            share, trees, granularity, symbols), self.blocks.paths)
+            if split is not None:
+                return split
+        return self.read_partials(r, by_tree, granularity, symbols)
+
+    def _by_tree(self, rows: ProfileRows, row_filter: np.ndarray | None, objects: dict[str, index.StoredObject],
+                 span: tuple[int, int] | None) -> np.ndarray | None:
+        """Per row, whether a pre-merged tree may answer it (`premerged.whole_hours`); None: for none."""
         if span is None or self.trees is None or not len(rows):
-            return [self.source.tree(r, granularity, symbols)]
+            return None
         blocks, block_of = run_codes(rows.block_id)
         with_trees = np.array([b in objects and objects[b].trees for b in blocks.tolist()], bool)[block_of]
-        by_tree = whole_hours(rows, r.row_filter, with_trees, *span)
-        if not by_tree.any():
+        by_tree = whole_hours(rows, row_filter, with_trees, *span)
+        return by_tree if by_tree.any() else None
+
+    def read_partials(self, r: Rows, by_tree: np.ndarray | None, granularity: str,
+                      symbols: QuerySymbols | None) -> list[PartialTree]:
+        """The partial trees of the rows read here: those `by_tree` marks from `self.trees`, the rest from
+        `self.source` (one source alone when it answers every row)."""
+        if by_tree is None or self.trees is None or not by_tree.any():
             return [self.source.tree(r, granularity, symbols)]
         if by_tree.all():
             return [self.trees.tree(r, granularity, symbols)]
         return [self.trees.tree(r.take(np.flatnonzero(by_tree)), granularity, symbols),
                 self.source.tree(r.take(np.flatnonzero(~by_tree)), granularity, symbols)]
+
+    def partial(self, tenant: str, r: Rows, by_tree: np.ndarray | None, granularity: str,
+                symbolize: bool) -> tuple[PartialTree, list[str]]:
+        """Another querier's share of its merge (`fanout`), and the warnings symbolizing it gave."""
+        symbols = self.symbolization.for_query(tenant) if symbolize and self.symbolization is not None else None
+        merged = combine(self.read_partials(r, by_tree, granularity, symbols))
+        return merged, list(symbols.state.warnings) if symbols is not None else []
 
     def _profiles(self, r: Rows) -> int:
         """How many of the rows the answer holds: a row whose samples all fail its filter holds nothing,

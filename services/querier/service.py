@@ -7,12 +7,13 @@ Outputs: QueryService (gRPC) and /api/v1/* (REST/JSON), both served by `api`.
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import grpc
 
-from flamewatch.api.flamewatch.v1 import query_pb2, query_pb2_grpc
+from flamewatch.api.flamewatch.v1 import partial_pb2_grpc, query_pb2, query_pb2_grpc
 from flamewatch.auth.caller import Action
-from flamewatch.querier import api, convert
+from flamewatch.querier import api, convert, deadline, fanout
 from flamewatch.querier.engine import Querier
 from flamewatch.rpc.auth import grpc_caller, grpc_tenant
 from flamewatch.rpc.grpc_server import handled
@@ -123,5 +124,33 @@ def _share(m) -> query_pb2.ShareChange:
                                  significant=m.significant)
 
 
+class PartialServicer(partial_pb2_grpc.PartialServiceServicer):
+    """Shares of other queriers' merges (`fanout`): read here as this querier reads its own, within the
+    asker's deadline, and stopped when the asker goes away."""
+
+    def __init__(self, querier: Querier):
+        self._q = querier
+
+    @handled
+    async def MergePartial(self, request, context):
+        tenant = grpc_tenant(context, Action.READ)
+        r, by_tree = fanout.share_rows(request, tenant)
+        gone = threading.Event()
+        context.add_done_callback(lambda _: gone.set())
+        left = context.time_remaining()
+        timeout = min(t for t in (left, self._q.config.query_timeout_s or None, float("inf")) if t is not None)
+
+        def run():
+            with deadline.bounded(None if timeout == float("inf") else timeout, gone):
+                return self._q.partial(tenant, r, by_tree, request.granularity, request.symbolize)
+
+        merged, warnings = await asyncio.to_thread(run)
+        fanout.PARTIAL_ROWS.inc(len(r.row))
+        return await asyncio.to_thread(fanout.tree_response, merged, warnings)
+
+
 def register_grpc(querier: Querier):
-    return lambda server: query_pb2_grpc.add_QueryServiceServicer_to_server(QueryServicer(querier), server)
+    def register(server) -> None:
+        query_pb2_grpc.add_QueryServiceServicer_to_server(QueryServicer(querier), server)
+        partial_pb2_grpc.add_PartialServiceServicer_to_server(PartialServicer(querier), server)
+    return register

@@ -4,8 +4,8 @@ A merge asks a `TreeSource` for the partial tree of some selected profile rows (
 weight and sample filter) and adds the partials up with `combine`. The sources are `LocalBlocks`: the
 blocks read through this querier's cache, folded per function path (`merging.path_sums`), and
 `premerged.PreMergedTrees`: the trees the compactor merged ahead of time per series and hour, for the
-rows that take such an hour whole (the engine chooses, `premerged.whole_hours`). The answers of other
-querier replicas are meant to be one more source behind the same protocol, handed its share of the rows.
+rows that take such an hour whole (the engine chooses, `premerged.whole_hours`). Other querier replicas
+answer shares of the rows with the trees their own sources read (`fanout`).
 
 Why a sum is enough, gauges included: the engine decides every row's weight from the index before any
 source reads (a gauge profile weighs 1 / the profiles of its series in the whole range: the per-series

@@ -1,7 +1,8 @@
 """The Helm chart `deploy/helm/flamewatch`, rendered by the real `helm` for each values file of its `ci/`
 folder: lint clean, every object valid against the Kubernetes OpenAPI schemas, and what each values file
 must change asserted object by object (replicas, autoscalers, collector shards and their `hashmod`
-relabeling, the config checksum, secrets, security contexts, probes). Bad values files under
+relabeling, the headless Services through which collectors find ingesters and queriers find each other,
+the config checksum, secrets, security contexts, probes). Bad values files under
 `testdata/bad/` must be refused at install with the message written on their first line.
 """
 
@@ -153,7 +154,7 @@ def _selects(selector: dict, labels: dict[str, str]) -> bool:
 def test_default_values_render_a_small_complete_installation() -> None:
     objects = _render("default")
     kinds = Counter(o["kind"] for o in objects)
-    assert kinds == {"Deployment": 7, "Service": 8, "PodDisruptionBudget": 5, "Secret": 2, "ConfigMap": 1,
+    assert kinds == {"Deployment": 7, "Service": 9, "PodDisruptionBudget": 5, "Secret": 2, "ConfigMap": 1,
                      "ServiceAccount": 1}
     deployments = _by_kind(objects, "Deployment")
     assert sorted(deployments) == sorted(f"{FULL}-{n}" for n in (
@@ -185,6 +186,44 @@ def test_querier_and_frontend_find_the_other_services() -> None:
     assert _container(deployments[f"{FULL}-symbolizer"])["args"] == ["symbolizer"]
     # the symbolizer keeps nothing in Postgres
     assert "FLAMEWATCH_STORAGE_POSTGRES_DSN" not in _env(deployments[f"{FULL}-symbolizer"])
+
+
+def _headless_service(objects: list[dict], component: str) -> dict:
+    """The spec of `<fullname>-<component>-headless`, checked to be the component's gRPC port on its ready pods
+    only, labelled for the ServiceMonitor to leave out."""
+    service = _by_kind(objects, "Service")[f"{FULL}-{component}-headless"]
+    assert service["metadata"]["labels"]["flamewatch.io/headless"] == "true"
+    spec = service["spec"]
+    assert (spec["clusterIP"], spec["publishNotReadyAddresses"]) == ("None", False)
+    deployment = _by_kind(objects, "Deployment")[f"{FULL}-{component}"]
+    grpc = next(p["containerPort"] for p in _container(deployment)["ports"] if p["name"] == "grpc")
+    assert spec["ports"] == [{"name": "grpc", "port": grpc, "targetPort": "grpc", "protocol": "TCP"}]
+    # it resolves to the component's pods and to no other Deployment's
+    pods = {name: d["spec"]["template"]["metadata"]["labels"] for name, d in _by_kind(objects, "Deployment").items()}
+    assert [name for name, labels in pods.items() if _selects({"matchLabels": spec["selector"]}, labels)] == \
+        [f"{FULL}-{component}"]
+    return spec
+
+
+@pytest.mark.parametrize("values", ["default", "ha"])
+def test_queriers_find_each_other_through_a_headless_service(values: str) -> None:
+    """Each querier is given the name that resolves to every ready querier pod's gRPC address (the querier
+    leaves its own out), whether `replicas` or an autoscaler sets how many run."""
+    objects = _render(values)
+    spec = _headless_service(objects, "querier")
+    (port,) = spec["ports"]
+    assert port["port"] == 4201
+    querier = _env(_by_kind(objects, "Deployment")[f"{FULL}-querier"])
+    assert querier["FLAMEWATCH_GRPC_ADDRESS"]["value"] == ":4201"
+    assert querier["FLAMEWATCH_QUERY_PEERS"]["value"] == f"dns:///{FULL}-querier-headless:4201"
+
+
+def test_without_split_queries_each_querier_merges_alone() -> None:
+    objects = _render("default", sets=("querier.splitQueries=false",))
+    assert "FLAMEWATCH_QUERY_PEERS" not in _env(_by_kind(objects, "Deployment")[f"{FULL}-querier"])
+    services = _by_kind(objects, "Service")
+    assert f"{FULL}-querier-headless" not in services
+    assert {f"{FULL}-querier", f"{FULL}-ingester-headless"} <= set(services)
 
 
 def test_the_default_scrape_config_loads_and_scrapes_every_service() -> None:
@@ -336,6 +375,10 @@ def test_ingress_and_service_monitor() -> None:
     picked = [s for s in _by_kind(objects, "Service").values() if _selects(selector, s["metadata"]["labels"])]
     assert sorted(s["metadata"]["labels"]["app.kubernetes.io/component"] for s in picked) == sorted(SERVICES)
     assert all("http" in {p["name"] for p in s["spec"]["ports"]} for s in picked)
+    # the headless Services reach the same pods again: scraping them too would count each pod twice
+    headless = {name for name in _by_kind(objects, "Service") if name.endswith("-headless")}
+    assert headless == {f"{FULL}-ingester-headless", f"{FULL}-querier-headless"}
+    assert not headless & {s["metadata"]["name"] for s in picked}
 
 
 def test_kubernetes_discovery_renders_its_job_and_namespaced_rbac() -> None:
@@ -500,10 +543,8 @@ def test_services_listen_where_their_ports_and_services_say(monkeypatch: pytest.
     assert collector.config_file == "/etc/flamewatch/collector.yaml"
     # the collector spreads its batches over every ingester pod the headless Service resolves to
     assert collector.ingester_address == f"dns:///{FULL}-ingester-headless:4101"
-    headless = services[f"{FULL}-ingester-headless"]["spec"]
-    assert headless["clusterIP"] == "None"
+    headless = _headless_service(objects, "ingester")
     assert headless["selector"] == services[f"{FULL}-ingester"]["spec"]["selector"]
-    assert [p["targetPort"] for p in headless["ports"]] == ["grpc"]
     querier, _ = _parsed(_by_kind(objects, "Deployment")[f"{FULL}-querier"], monkeypatch)
     assert (querier.cache_bytes, querier.disk_cache_dir, querier.disk_cache_bytes) == \
         (536870912, "/var/cache/flamewatch", 21474836480)

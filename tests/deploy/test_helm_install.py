@@ -47,6 +47,12 @@ def test_default_values_install_and_every_object_is_stored(kube_api: KubeAPIServ
     assert {f"fw-flamewatch-{s}" for s in ("ingester", "querier", "frontend", "symbolizer", "collector-0")} \
         <= deployments
     assert not {o["kind"] for o in objects} & {"ClusterRole", "ClusterRoleBinding", "Role"}  # discovery is off
+    # the headless Services are stored as such: no cluster IP, so their names resolve to the pods themselves
+    services = {o["metadata"]["name"]: o["spec"] for o in objects if o["kind"] == "Service"}
+    for component, port in (("ingester", 4101), ("querier", 4201)):
+        spec = services[f"fw-flamewatch-{component}-headless"]
+        assert (spec["clusterIP"], spec["clusterIPs"]) == ("None", ["None"])
+        assert [(p["name"], p["port"]) for p in spec["ports"]] == [("grpc", port)]
 
 
 def test_discovery_install_grants_the_collector_read_access_and_stores_a_config_it_loads(

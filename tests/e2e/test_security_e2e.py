@@ -32,6 +32,7 @@ from flamewatch.api.flamewatch.v1 import (
     events_pb2,
     ingest_pb2,
     ingest_pb2_grpc,
+    partial_pb2,
     query_pb2,
     query_pb2_grpc,
     symbolizer_pb2,
@@ -208,7 +209,8 @@ def test_each_refusal_is_logged_once_in_a_while_without_its_secret(secured: Serv
 
 def _grpc_methods() -> list[tuple[str, type, bool]]:
     """(full method path, request class, client streaming) of every service we and OTLP define."""
-    modules = (ingest_pb2, query_pb2, collector_pb2, symbolizer_pb2, events_pb2, push_pb2, querier_pb2, otlp_service)
+    modules = (ingest_pb2, query_pb2, partial_pb2, collector_pb2, symbolizer_pb2, events_pb2, push_pb2, querier_pb2,
+               otlp_service)
     out = []
     for module in modules:
         for service in module.DESCRIPTOR.services_by_name.values():

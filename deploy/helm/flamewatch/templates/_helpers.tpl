@@ -292,7 +292,8 @@ volumes:
 {{- end -}}
 
 {{/* A ClusterIP Service for a component: (dict "root" $ "component" NAME "ports" LIST "name" OBJECT-NAME
-     "selector" EXTRA-SELECTOR-DICT) */}}
+     "selector" EXTRA-SELECTOR-DICT "labels" EXTRA-LABELS-DICT "type" TYPE "clusterIP" IP
+     "publishNotReadyAddresses" "true"|"false", a string so that "false" is written too) */}}
 {{- define "flamewatch.service" -}}
 apiVersion: v1
 kind: Service
@@ -308,6 +309,9 @@ spec:
   {{- with .clusterIP }}
   clusterIP: {{ . }}
   {{- end }}
+  {{- with .publishNotReadyAddresses }}
+  publishNotReadyAddresses: {{ . }}
+  {{- end }}
   selector:
     {{- include "flamewatch.componentSelector" . | nindent 4 }}
     {{- with .selector }}
@@ -320,6 +324,18 @@ spec:
       targetPort: {{ .name }}
       protocol: TCP
     {{- end }}
+{{- end -}}
+
+{{/* The headless twin of a component's Service, gRPC port only: its DNS name resolves to the address of
+     every ready pod of the component, for callers that spread their calls over the pods
+     (`dns:///NAME:PORT`; a ClusterIP would pin a caller's one gRPC connection to one pod). Not-ready pods
+     stay out, so no caller is handed a replica that cannot answer yet. Labelled `flamewatch.io/headless`:
+     the ServiceMonitor leaves it out, as it reaches the pods the component's own Service does.
+     (dict "root" $ "component" NAME "name" OBJECT-NAME "port" GRPC-PORT) */}}
+{{- define "flamewatch.headlessService" -}}
+{{ include "flamewatch.service" (dict "root" .root "component" .component "name" .name
+  "ports" (list (dict "name" "grpc" "port" .port)) "clusterIP" "None" "publishNotReadyAddresses" "false"
+  "labels" (dict "flamewatch.io/headless" "true")) }}
 {{- end -}}
 
 {{/* A PodDisruptionBudget: (dict "root" $ "component" NAME "name" OBJECT-NAME "values" COMPONENT-VALUES

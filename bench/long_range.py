@@ -120,7 +120,7 @@ def phase(bench: Bench, name: str) -> Iterator[None]:
 @contextlib.contextmanager
 def running_all(bench: Bench, variant: str, extra: list[str] | None = None) -> Iterator[allinone.AllInOne]:
     node, ready = allinone.start(bench.dataset.data_dir(variant), extra)
-    bench.say(f"{variant}: flamewatch all {' '.join(extra or [])}ready after {ready:.1f} s")
+    bench.say(f"{variant}: {' '.join(['flamewatch all', *(extra or [])])} ready after {ready:.1f} s")
     try:
         yield node
     finally:

@@ -278,9 +278,9 @@ bench-restart: test-deps
 
 # Issue 22's long ranges (bench/long_range.py): a month of one service's 10 s CPU profiles and a week of a
 # 100-series fleet, real Go profiles compacted with and without pre-merged trees, generated once into
-# .cache/long-range/ (about 15 minutes on 2 shared cores; reruns reuse it); the month's flamegraph warm and
+# .cache/long-range/ (15-20 minutes on 2 shared cores; reruns reuse it); the month's flamegraph warm and
 # cold, the fleet's, the month's totals, what trees add to the blocks and a merge split over 2 querier
-# replicas, each figure beside the raw profiles' (about 15 minutes more). Niced (the machine is shared): the
+# replicas, each figure beside the raw profiles' (about 10 minutes more). Niced (the machine is shared): the
 # server's CPU per query and the load average are written beside the times.
 bench-long-range: deps
 	nice $(PY) bench/long_range.py

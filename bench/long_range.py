@@ -3,7 +3,7 @@ each figure with pre-merged trees beside the same query over the raw profiles.
 
     nice .venv/bin/python bench/long_range.py [--runs 5]
 
-Data (`long_range_data.py`, generated once into `.cache/long-range/`, about 15 minutes on 2 shared
+Data (`long_range_data.py`, generated once into `.cache/long-range/`, 15-20 minutes on 2 shared
 cores): a month of one service's 10 s CPU profiles (259,200 pprofs) and a week of a 100-series fleet's
 60 s CPU profiles (1,008,000 pprofs), real Go profiles compacted twice into two data directories: with
 pre-merged trees (as the compactor writes blocks) and without. Flamewatch has no switch that turns trees

@@ -142,7 +142,7 @@ class _Target:
 
 def _generate(path: Path, shape: Shape, pool: Pool) -> None:
     started = time.monotonic()
-    print(f"long-range data: generating {path} (about 10 minutes on 2 cores; later runs reuse "
+    print(f"long-range data: generating {path} (15-20 minutes on 2 cores; later runs reuse "
           "it)", flush=True)
     targets = {name: _open(path / name, trees) for name, trees in VARIANTS.items()}
     blocks: list[dict] = []

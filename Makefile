@@ -43,7 +43,7 @@ define apt_install
 	@$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(1) > /dev/null
 endef
 
-.PHONY: deps test-deps run test compose-base-images kube-apiserver proto lint helm-docs helm-lint bench bench-quick bench-ingest bench-pipeline bench-demo bench-connect bench-restart bench-soak bench-security bench-oom bench-changes fuzz ui ui-test reader-test
+.PHONY: deps test-deps run test compose-base-images kube-apiserver proto lint helm-docs helm-lint bench bench-quick bench-ingest bench-pipeline bench-demo bench-connect bench-restart bench-long-range bench-soak bench-security bench-oom bench-changes fuzz ui ui-test reader-test
 
 # Two installs into the one virtualenv, each with its stamp, each redone when pyproject.toml changes:
 # RUN_ENV is Flamewatch and what running it needs (`make run`, split mode); DEV_ENV adds the test
@@ -275,6 +275,15 @@ bench-connect: test-deps
 # (bench/restart.py; about 3 minutes). Not niced: it measures a latency, which nice would lengthen.
 bench-restart: test-deps
 	$(PY) bench/restart.py
+
+# Issue 22's long ranges (bench/long_range.py): a month of one service's 10 s CPU profiles and a week of a
+# 100-series fleet, real Go profiles compacted with and without pre-merged trees, generated once into
+# .cache/long-range/ (15-20 minutes on 2 shared cores; reruns reuse it); the month's flamegraph warm and
+# cold, the fleet's, the month's totals, what trees add to the blocks and a merge split over 2 querier
+# replicas, each figure beside the raw profiles' (about 10 minutes more). Niced (the machine is shared): the
+# server's CPU per query and the load average are written beside the times.
+bench-long-range: deps
+	nice $(PY) bench/long_range.py
 
 # What credentials and TLS cost the server in CPU per push, against plain HTTP and plain gRPC, with
 # connections kept alive and with a new connection per push, fresh servers every round, and what a new

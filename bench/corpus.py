@@ -146,6 +146,11 @@ class Fleet:
     def pushes(self, pool: Pool) -> Iterator[Push]:
         """In time order, the instances of one step spread over the step (as scrapes are), each
         instance cycling through the pool from its own offset so neighbours differ."""
+        for labels, time_ns, served in self.slots(pool):
+            yield Push(labels, at_time(served, time_ns), served)
+
+    def slots(self, pool: Pool) -> Iterator[tuple[dict[str, str], int, bytes]]:
+        """What `pushes` sends, before the time is written into the profile: labels, time, captured profile."""
         n = self.services * self.instances
         for step in range(self.steps):
             for target in range(n):
@@ -153,4 +158,4 @@ class Fleet:
                 time_ns = self.start_ns + step * self.every_s * 10**9 + target * (self.every_s * 10**9 // n)
                 for kind in self.kinds:
                     served = pool.profiles[kind][(target * 7 + step) % len(pool.profiles[kind])]
-                    yield Push(self.labels(service, instance, kind), at_time(served, time_ns), served)
+                    yield self.labels(service, instance, kind), time_ns, served

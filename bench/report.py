@@ -7,6 +7,7 @@ import json
 import os
 import platform
 import subprocess
+import time
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,6 +40,22 @@ def row(measure: str, goals: list[Goal], values: list[float], figure: str, note:
     """A row whose goals (one per value, e.g. warm and cold) are all met or not."""
     met = all(g.met(v) for g, v in zip(goals, values, strict=True))
     return Row(measure, " / ".join(g.text for g in goals), figure, met, named or {}, note)
+
+
+@dataclass(kw_only=True)
+class Progress:
+    """A benchmark's running account: lines printed with the seconds since it started, and the ones kept
+    as the details of its result."""
+
+    details: list[str] = field(default_factory=list)
+    started: float = field(default_factory=time.monotonic)
+
+    def say(self, text: str) -> None:
+        print(f"[{time.monotonic() - self.started:6.0f} s] {text}", flush=True)
+
+    def detail(self, text: str) -> None:
+        self.details.append(text)
+        self.say(text)
 
 
 def table(rows: list[Row]) -> str:

@@ -111,8 +111,8 @@ class Stack:
         return self._start("ingester", ["--flush-interval", str(flush_interval_s),
                                         "--compaction.interval", str(compaction_interval_s)])
 
-    def querier(self) -> Service:
-        return self._start("querier", ["--no-self-profiling.heap"])
+    def querier(self, *flags: str) -> Service:
+        return self._start("querier", ["--no-self-profiling.heap", *flags])
 
     def _start(self, name: str, flags: list[str]) -> Service:
         http, grpc = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"

@@ -23,14 +23,10 @@ import argparse
 import itertools
 import os
 import signal
-import statistics
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import httpx
-import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "tests")]
@@ -42,12 +38,12 @@ import report  # noqa: E402
 import whereitgoes  # noqa: E402
 from corpus import Fleet, Push  # noqa: E402
 from profiles import make_profile, make_program  # noqa: E402
+from querytiming import CPU, Query, flamegraph, fmt_ms, ms, once, stats, timed, warm  # noqa: E402
 from report import Goal, Row, row  # noqa: E402
 from stack import Service, Stack, cpu_seconds, peak_rss_bytes, running_stack  # noqa: E402
 
 HOUR_NS = 3600 * 10**9
 DAY_NS = 24 * HOUR_NS
-CPU = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
 MiB = 1 << 20
 
 FULL = {"pool": 24, "services": 10, "instances": 10, "fleet_minutes": 60, "week_days": 7, "week_instances": 10,
@@ -57,7 +53,7 @@ QUICK = {"pool": 12, "services": 4, "instances": 5, "fleet_minutes": 15, "week_d
 
 
 @dataclass
-class Run:
+class Run(report.Progress):
     """What the steps share: the running stack, the corpus layout and what has been found so far."""
 
     stack: Stack
@@ -69,16 +65,7 @@ class Run:
     loaded: pushing.PushStats = field(default_factory=pushing.PushStats)
     stamp: str = ""
     rows: list[Row] = field(default_factory=list)
-    details: list[str] = field(default_factory=list)
     profiles: dict[str, str] = field(default_factory=dict)
-    started: float = field(default_factory=time.monotonic)
-
-    def say(self, text: str) -> None:
-        print(f"[{time.monotonic() - self.started:6.0f} s] {text}", flush=True)
-
-    def detail(self, text: str) -> None:
-        self.details.append(text)
-        self.say(text)
 
 
 def main() -> None:
@@ -241,42 +228,6 @@ def compact(run: Run) -> None:
                         {"bytes": growth, "profiles": typed}))
 
 
-@dataclass(frozen=True)
-class Query:
-    name: str
-    path: str
-    params: dict[str, str]
-
-
-def _flamegraph(name: str, selector: str, start_ns: int, end_ns: int) -> Query:
-    return Query(name, "/api/v1/query", {"query": f"{CPU}{selector}", "from": str(start_ns), "until": str(end_ns),
-                                         "format": "flamegraph"})
-
-
-def timed(service: Service, query: Query) -> tuple[float, int]:
-    started = time.perf_counter()
-    response = httpx.get(service.url + query.path, params=query.params, timeout=900)
-    seconds = time.perf_counter() - started
-    response.raise_for_status()
-    body = response.json()
-    return seconds, body.get("profiles", len(body.get("series", [])))
-
-
-def warm(service: Service, query: Query, runs: int) -> tuple[list[float], int]:
-    timed(service, query)  # fills the cache
-    results = [timed(service, query) for _ in range(runs)]
-    return [s for s, _ in results], results[-1][1]
-
-
-def _stats(times: list[float]) -> tuple[float, float]:
-    return 1e3 * statistics.median(times), 1e3 * float(np.quantile(times, 0.95))
-
-
-def _ms(times: list[float]) -> str:
-    median, p95 = _stats(times)
-    return f"{_fmt_ms(median)} (p95 {_fmt_ms(p95)})"
-
-
 def _wait_compacted(run: Run, what: str, levels, level: int, deadline: float) -> bool:
     """Wait until `levels()` shows no live block of `level`; False at the deadline."""
     last = 0.0
@@ -291,16 +242,12 @@ def _wait_compacted(run: Run, what: str, levels, level: int, deadline: float) ->
     return True
 
 
-def _fmt_ms(ms: float) -> str:
-    return f"{ms / 1e3:.2f} s" if ms >= 1000 else f"{ms:.0f} ms"
-
-
 def queries(run: Run) -> None:
     fleet, week, runs = run.fleet, run.week, run.args.runs
     minutes, n_days = run.args.fleet_minutes, run.args.week_days
-    one = _flamegraph(f"1 service x {minutes} min", '{service_name="svc-0"}', fleet.start_ns, fleet.end_ns)
-    many = _flamegraph("fleet", '{service_name=~"svc-.*"}', fleet.start_ns, fleet.end_ns)
-    days = _flamegraph(f"1 service x {n_days} days", '{service_name="week-0"}', week.start_ns, week.end_ns)
+    one = flamegraph(f"1 service x {minutes} min", '{service_name="svc-0"}', fleet.start_ns, fleet.end_ns)
+    many = flamegraph("fleet", '{service_name=~"svc-.*"}', fleet.start_ns, fleet.end_ns)
+    days = flamegraph(f"1 service x {n_days} days", '{service_name="week-0"}', week.start_ns, week.end_ns)
     day_start = max(week.start_ns, week.end_ns - DAY_NS)
     span = Query("query_range", "/api/v1/query_range", {
         "query": f'{CPU}{{service_name="week-0"}}', "from": str(day_start), "until": str(week.end_ns),
@@ -310,7 +257,7 @@ def queries(run: Run) -> None:
     cold_fleet, merged = timed(querier, many)
     fleet_times, _ = warm(querier, many, runs)
     hwm = peak_rss_bytes(querier.pid)
-    run.detail(f"fleet: {merged} profiles, first query (cold) {_fmt_ms(1e3 * cold_fleet)}, warm {_ms(fleet_times)}; "
+    run.detail(f"fleet: {merged} profiles, first query (cold) {fmt_ms(1e3 * cold_fleet)}, warm {ms(fleet_times)}; "
                f"querier VmHWM {hwm / MiB:.0f} MiB")
     one_warm, one_n = warm(querier, one, runs)
     days_warm, days_n = warm(querier, days, runs)
@@ -322,24 +269,12 @@ def queries(run: Run) -> None:
     days_cold = _cold(run, days, runs)
     for case, query, times in (("hour-cold", one, one_cold), ("days-cold", days, days_cold)):
         querier = run.stack.querier()
-        _where_it_goes(run, querier, case, _once(lambda q=querier, x=query: timed(q, x)), seconds=int(max(times)) + 2)
+        _where_it_goes(run, querier, case, once(lambda q=querier, x=query: timed(q, x)), seconds=int(max(times)) + 2)
         querier.stop()
     run.detail(f"1 service x {minutes} min: {one_n} profiles; {n_days} days: {days_n} profiles; "
                f"query_range: {range_n} series")
     _query_rows(run, (one_warm, one_cold, one_n), (fleet_times, merged), (days_warm, days_cold, days_n),
                 (range_warm, range_n), hwm)
-
-
-def _once(work):
-    """`work` the first time, a short sleep every time after: a cold query profiled on its own."""
-    calls = []
-
-    def call() -> None:
-        if calls:
-            time.sleep(0.1)
-        else:
-            calls.append(work())
-    return call
 
 
 def _where_it_goes(run: Run, querier: Service, case: str, work, seconds: int | None = None) -> None:
@@ -357,26 +292,26 @@ def _cold(run: Run, query: Query, runs: int) -> list[float]:
             times.append(timed(querier, query)[0])
         finally:
             querier.stop()
-    run.say(f"{query.name} cold: {_ms(times)}")
+    run.say(f"{query.name} cold: {ms(times)}")
     return times
 
 
 def _query_rows(run: Run, one, fleet, days, span, hwm: int) -> None:
-    w, c = _stats(one[0])[0], _stats(one[1])[0]
+    w, c = stats(one[0])[0], stats(one[1])[0]
     run.rows.append(row(f"flamegraph, 1 service x {run.args.fleet_minutes} min ({one[2]} profiles), warm / cold",
                         [Goal("≤ 50 ms", 50), Goal("≤ 200 ms", 200)], [w, c],
-                        f"{_ms(one[0])} / {_ms(one[1])}", named={"warm_ms": w, "cold_ms": c}))
-    w = _stats(fleet[0])[0]
+                        f"{ms(one[0])} / {ms(one[1])}", named={"warm_ms": w, "cold_ms": c}))
+    w = stats(fleet[0])[0]
     run.rows.append(row(f"flamegraph, fleet of {run.fleet.services * run.fleet.instances} instances x "
                         f"{run.args.fleet_minutes} min ({fleet[1]} profiles), warm", [Goal("≤ 1 s", 1000)], [w],
-                        _ms(fleet[0]), named={"warm_ms": w}))
-    w, c = _stats(days[0])[0], _stats(days[1])[0]
+                        ms(fleet[0]), named={"warm_ms": w}))
+    w, c = stats(days[0])[0], stats(days[1])[0]
     run.rows.append(row(f"flamegraph, 1 service x {run.args.week_days} days ({days[2]} profiles), warm / cold",
-                        [Goal("≤ 1 s", 1000), Goal("≤ 3 s", 3000)], [w, c], f"{_ms(days[0])} / {_ms(days[1])}",
+                        [Goal("≤ 1 s", 1000), Goal("≤ 3 s", 3000)], [w, c], f"{ms(days[0])} / {ms(days[1])}",
                         named={"warm_ms": w, "cold_ms": c}))
-    w = _stats(span[0])[0]
+    w = stats(span[0])[0]
     run.rows.append(row(f"query_range 24 h, 60 s step, grouped by instance ({span[1]} series)",
-                        [Goal("≤ 100 ms", 100)], [w], _ms(span[0]), named={"warm_ms": w}))
+                        [Goal("≤ 100 ms", 100)], [w], ms(span[0]), named={"warm_ms": w}))
     run.rows.append(row("querier peak memory during the fleet query", [Goal("≤ 1 GiB", 1024)], [hwm / MiB],
                         f"{hwm / MiB:.0f} MiB", named={"vmhwm_bytes": hwm}))
 
@@ -396,7 +331,7 @@ def probes(run: Run) -> None:
         pg, s3 = (1e3 * (b - a) / stats.pprofs for a, b in zip(backends0, backends1))
         run.detail(f"small Go CPU profiles, besides the ingester's {per:.1f} ms: Postgres {pg:.1f} ms and MinIO "
                    f"{s3:.1f} ms of CPU per profile")
-    p50, p95 = stats.latency_ms(0.5), stats.latency_ms(0.95)
+    p50, p95 = stats.latencyms(0.5), stats.latencyms(0.95)
     run.detail(f"small Go CPU profiles: {stats.pprofs} pushes of {stats.gzipped / stats.pprofs / 1024:.1f} KiB "
                f"gzipped on average in {stats.seconds:.1f} s, ingester CPU {cpu:.1f} s; acknowledgement p50 "
                f"{p50:.0f} ms, p95 {p95:.0f} ms (--flush-interval {args.flush_interval})")
@@ -413,8 +348,8 @@ def probes(run: Run) -> None:
         row("ingest, durable, decompressed pprof per core (300 KB profiles)", [Goal("≥ 25 MB/s", 25, False)],
             [mb_per_core], f"{mb_per_core:.1f} MB/s", named={"mb_per_s": mb_per_core}),
         row("acknowledgement latency p50 (per push, 16 clients)", [Goal("≤ 0.5 s", 500)], [short_p50],
-            f"{_fmt_ms(short_p50)} (p95 {_fmt_ms(short_p95)}) at --flush-interval {args.ack_flush_interval}; "
-            f"{_fmt_ms(p50)} (p95 {_fmt_ms(p95)}) at {args.flush_interval}", "",
+            f"{fmt_ms(short_p50)} (p95 {fmt_ms(short_p95)}) at --flush-interval {args.ack_flush_interval}; "
+            f"{fmt_ms(p50)} (p95 {fmt_ms(p95)}) at {args.flush_interval}", "",
             {"p50_ms": short_p50, "p95_ms": short_p95, "default_p50_ms": p50, "default_p95_ms": p95}),
     ]
 
@@ -425,7 +360,7 @@ def _short_flush_latency(run: Run, small: Fleet) -> tuple[float, float]:
     later = Fleet(1, small.instances, 10, small.end_ns, max(10, small.seconds // 4), prefix="probe", kinds=("cpu",))
     stats, cpu = _probe(ingester, later.pushes(run.pool), run.args.clients)
     ingester.stop()
-    p50, p95 = stats.latency_ms(0.5), stats.latency_ms(0.95)
+    p50, p95 = stats.latencyms(0.5), stats.latencyms(0.95)
     run.detail(f"at --flush-interval {run.args.ack_flush_interval}: {stats.pprofs} pushes, acknowledgement p50 "
                f"{p50:.0f} ms, p95 {p95:.0f} ms, ingester CPU {1e3 * cpu / stats.pprofs:.1f} ms per profile")
     return p50, p95

@@ -56,6 +56,27 @@ def rest(cluster: Cluster, path: str, tenant: str | None, params: dict | None = 
     return r.json()
 
 
+HEAP = "memory:inuse_space:bytes:space:bytes"
+
+
+def merge_answers(url: str, tenant: str, windows: dict[str, tuple[int, int]],
+                  formats: tuple[str, ...] = ("flamegraph", "top", "tree")) -> dict:
+    """GET /api/v1/query of the querier at `url` for CPU and the in-use memory gauge, over every selector
+    shape (all series, one series, a sample label filter), window and format: what tests compare."""
+    out = {}
+    for ptype in (CPU, HEAP):
+        for selector in ("{}", '{instance="a"}', '{handler="/hash"}'):
+            for name, (start, end) in windows.items():
+                params = {"query": ptype + selector, "from": str(start // 10**6), "until": str(end // 10**6),
+                          "max_nodes": "100000"}
+                for fmt in formats:
+                    r = httpx.get(f"{url}/api/v1/query", params={**params, "format": fmt},
+                                  headers=tenant_header(tenant), timeout=60)
+                    assert r.status_code == 200, r.text
+                    out[ptype, selector, name, fmt] = r.json()
+    return out
+
+
 def ingest(cluster: Cluster, tenant: str | None, params: dict, body: bytes, url: str | None = None) -> httpx.Response:
     """POST /ingest to the cluster's ingester (or the one at `url`)."""
     return cluster.http.post(f"{url or cluster.ingester_url}/ingest", params=params, content=body,

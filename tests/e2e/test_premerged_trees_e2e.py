@@ -9,7 +9,7 @@ import time
 
 import psycopg
 import pytest
-from e2e.calls import CPU, HOUR_NS, ingest, rest
+from e2e.calls import CPU, HEAP, HOUR_NS, ingest, merge_answers
 from e2e.cluster import Cluster
 from e2e.pushes import rewritten
 from infra.waiting import wait_for
@@ -17,21 +17,12 @@ from infra.waiting import wait_for
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.s3, pytest.mark.go]
 
 TENANT = "e2e-trees"
-HEAP = "memory:inuse_space:bytes:space:bytes"
 MIN = 60 * 10**9
 DAY = 24 * HOUR_NS
 
 
 def answers(cluster: Cluster, windows: dict[str, tuple[int, int]]) -> dict:
-    out = {}
-    for ptype in (CPU, HEAP):
-        for selector in ("{}", '{instance="a"}', '{handler="/hash"}'):
-            for name, (start, end) in windows.items():
-                params = {"query": ptype + selector, "from": str(start // 10**6), "until": str(end // 10**6),
-                          "max_nodes": "100000"}
-                for fmt in ("flamegraph", "top", "tree"):
-                    out[ptype, selector, name, fmt] = rest(cluster, "/query", TENANT, {**params, "format": fmt})
-    return out
+    return merge_answers(cluster.querier_url, TENANT, windows)
 
 
 def tree_profiles(cluster: Cluster) -> float:

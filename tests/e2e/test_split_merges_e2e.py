@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 from e2e.allinone import start_all, stop
-from e2e.calls import CPU, HOUR_NS, ingest
+from e2e.calls import CPU, HEAP, HOUR_NS, ingest, merge_answers
 from e2e.cluster import Cluster, Service, running_services
 from e2e.pushes import rewritten
 from infra.ports import free_port
@@ -24,7 +24,6 @@ from infra.waiting import wait_for
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.s3, pytest.mark.go]
 
 TENANT = "e2e-split"
-HEAP = "memory:inuse_space:bytes:space:bytes"
 MIN = 60 * 10**9
 DAY = 24 * HOUR_NS
 SPLIT_ALWAYS = ("--query.split-min-profiles", "1")
@@ -49,18 +48,7 @@ def push_profiles(url: str, http: httpx.Client, go_profiles, times: list[int]) -
 
 
 def answers(url: str, windows: dict[str, tuple[int, int]]) -> dict:
-    out = {}
-    for ptype in (CPU, HEAP):
-        for selector in ("{}", '{instance="a"}', '{handler="/hash"}'):
-            for name, (start, end) in windows.items():
-                params = {"query": ptype + selector, "from": str(start // 10**6), "until": str(end // 10**6),
-                          "max_nodes": "100000"}
-                for fmt in ("flamegraph", "top"):
-                    r = httpx.get(f"{url}/api/v1/query", params={**params, "format": fmt},
-                                  headers={"X-Scope-OrgID": TENANT}, timeout=60)
-                    assert r.status_code == 200, r.text
-                    out[ptype, selector, name, fmt] = r.json()
-    return out
+    return merge_answers(url, TENANT, windows, ("flamegraph", "top"))
 
 
 def metric(url: str, name: str) -> float:
@@ -88,9 +76,15 @@ def test_a_querier_with_a_peer_answers_as_one_querier_alone(cluster: Cluster, go
 
         cluster.add_ingester("compactor", "--compaction.interval", "0.5")
         wait_for(lambda: cluster.live_block_levels(TENANT) == [2], 60, "the tenant compacted into a day block")
-        trees_before = metric(cluster.querier_url, "flamewatch_querier_tree_profiles_total")
-        assert answers(asker.url, windows) == alone  # the day block, its trees read by the peer too
-        assert metric(cluster.querier_url, "flamewatch_querier_tree_profiles_total") > trees_before
+        def trees_and_shares() -> tuple[float, float]:
+            """Profiles read from trees by either querier, and rows the peer read for the asker."""
+            return (sum(metric(q.url, "flamewatch_querier_tree_profiles_total") for q in (cluster.querier, asker)),
+                    metric(cluster.querier_url, "flamewatch_querier_partial_rows_total"))
+
+        before = trees_and_shares()
+        assert answers(asker.url, windows) == alone  # the day block: its trees and profiles, split
+        after = trees_and_shares()
+        assert after[0] > before[0] and after[1] > before[1]
 
         cluster.kill(cluster.querier)  # the peer is gone: the asker reads its share itself
         assert answers(asker.url, windows) == alone

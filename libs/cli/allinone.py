@@ -39,9 +39,9 @@ def add_parser(sub) -> None:
     p.address("--grpc-address", "gRPC listen address (IngestService, QueryService, SymbolizerService); loopback "
               "only by default, :8081 for every interface", "127.0.0.1:8081")
     flags.query_limit_flags(p)
-    p.add("--query.workers", "querier processes beside this one that take shares of long merges, so a month's "
-          "flamegraph uses more than one core; started at the first merge long enough to split, stopped after "
-          "5 minutes without one, each with its own block cache of 256 MiB (0: off; default one per core "
+    p.add("--query.workers", "querier processes beside this one that take pieces of long merges (cut by time), "
+          "so a month's flamegraph uses more than one core; started at the first merge long enough to split, "
+          "stopped after 5 minutes without one, each with its own block cache of 256 MiB (0: off; default one per core "
           "beyond the first, at most 3)", dest="query_workers", type=int, default=default_workers())
     flags.rules_flag(p)
     symbolizer_flags(p)

@@ -27,11 +27,11 @@ def add_parser(sub) -> None:
     p.add("--max-nodes", "default largest number of nodes in a flamegraph, top table or tree", type=int,
           default=QuerierConfig.default_max_nodes)
     flags.query_limit_flags(p)
-    p.add("--query.peers", "other querier replicas to split long merges with, by block, over gRPC: "
+    p.add("--query.peers", "other querier replicas to split long merges with, by time, over gRPC: "
           "dns:///NAME:PORT (every address a headless Service resolves to, re-resolved every 30 s, this pod's own "
-          "left out) or HOST:PORT,HOST:PORT; each answers its share's partial tree and this querier adds them up "
-          "(the answer is the same as alone). With a web configuration file, the client identity must read every "
-          "tenant", dest="query_peers", default=None)
+          "left out) or HOST:PORT,HOST:PORT; each merges a piece of the range from the index to the blocks and "
+          "this querier adds the pieces up (the answer is the same as alone). With a web configuration file, the "
+          "client identity must read every tenant", dest="query_peers", default=None)
     # `flamewatch all`'s query workers: stop once that process is gone
     p.add_argument("--parent-pid", dest="parent_pid", type=int, default=None, help=argparse.SUPPRESS)
     flags.rules_flag(p)

@@ -1,7 +1,7 @@
-"""`flamewatch all`'s query workers: `flamewatch querier` processes beside it that take shares of long merges.
+"""`flamewatch all`'s query workers: `flamewatch querier` processes beside it that take pieces of long merges.
 
 One Python process merges on one core at a time. So that a month's flamegraph uses the machine's other
-cores too, `flamewatch all` hands shares of its long merges to worker queriers over gRPC, as a querier
+cores too, `flamewatch all` hands pieces of its long merges (cut by time) to worker queriers over gRPC, as a querier
 replica would (`flamewatch.querier.fanout`). The workers are started at the first merge long enough to
 split (so a laptop that never asks one pays nothing for them), serve on loopback, read the same storage
 (the embedded database through its socket), and stop after `IDLE_S` without a long merge, or when
@@ -76,7 +76,7 @@ class QueryWorkers:
                 self._wait_ready(process, address)
             with self._lock:
                 self._ready = [address for _, address in started]
-            log.info("query workers: %d started (pids %s) to take shares of long merges; they stop after %.0f s "
+            log.info("query workers: %d started (pids %s) to take pieces of long merges; they stop after %.0f s "
                      "without one", len(started), ", ".join(str(p.pid) for p, _ in started), IDLE_S)
             while not self._stopping.wait(5.0):
                 dead = [p for p, _ in started if p.poll() is not None]

@@ -291,6 +291,13 @@ class ProfileRows:
                            self.total[index], self.content_hash[index])
 
 
+_IN_RANGE = "FROM index_series WHERE series_id = ANY(%(ids)s) AND max_time >= %(start)s AND min_time <= %(end)s"
+
+
+def _range_params(series_ids: Sequence[int], start: int, end: int) -> dict:
+    return {"ids": list(series_ids), "start": start, "end": end}
+
+
 def profile_rows(db: Database, series_ids: Sequence[int], start: int, end: int,
                  block_order: bool = False) -> ProfileRows:
     """Every profile of the series in [start, end], in time order; with `block_order`, in the order of
@@ -298,8 +305,8 @@ def profile_rows(db: Database, series_ids: Sequence[int], start: int, end: int,
     profiles), for whoever adds the rows up exactly and needs no time order (a merge)."""
     with db.connection() as conn:
         found = conn.execute(
-            "SELECT series_id, block_id, times, rows, totals, hashes FROM index_series"
-            " WHERE series_id = ANY(%s) AND max_time >= %s AND min_time <= %s", (list(series_ids), start, end),
+            "SELECT series_id, block_id, times, rows, totals, hashes " + _IN_RANGE,
+            _range_params(series_ids, start, end),
             binary=True,  # the packed arrays as they are, not hex text
         ).fetchall()
     if block_order:
@@ -312,16 +319,50 @@ def profile_rows(db: Database, series_ids: Sequence[int], start: int, end: int,
     return rows.take(keep[_time_block_row_order(rows.time[keep], _block_ranks(found)[keep], rows.row[keep])])
 
 
+@dataclass(frozen=True)
+class EntryCounts:
+    """Per index row (one series' profiles in one block) with profiles in a range: its series, block,
+    first and last time in the range and how many of its profiles the range holds."""
+
+    series_id: np.ndarray  # int64
+    block_id: np.ndarray  # str
+    first: np.ndarray  # int64 ns
+    last: np.ndarray  # int64 ns
+    count: np.ndarray  # int64
+
+    def __len__(self) -> int:
+        return len(self.series_id)
+
+
+def profile_counts(db: Database, series_ids: Sequence[int], start: int, end: int) -> EntryCounts:
+    """How many profiles of the series each index row holds in [start, end], in no set order: what a
+    query would read, known without reading a row per profile (only the rows cut by the range's ends
+    send their times)."""
+    with db.connection() as conn:
+        found = conn.execute(
+            "SELECT series_id, block_id, min_time, max_time, profiles,"
+            " CASE WHEN min_time < %(start)s OR max_time > %(end)s THEN times END " + _IN_RANGE,
+            _range_params(series_ids, start, end), binary=True,
+        ).fetchall()
+    columns = list(zip(*found)) or [()] * 6
+    series, first, last, count = (np.array(columns[i], np.int64) for i in (0, 2, 3, 4))
+    blocks = np.array(columns[1], str)
+    for i in [i for i, t in enumerate(columns[5]) if t is not None]:  # the few rows the range's ends cut
+        times = np.frombuffer(columns[5][i], _TIME).astype(np.int64)
+        inside = times[(times >= start) & (times <= end)]
+        count[i] = len(inside)
+        first[i], last[i] = (inside.min(), inside.max()) if len(inside) else (0, 0)
+    keep = np.flatnonzero(count > 0)
+    return EntryCounts(series[keep], blocks[keep], first[keep], last[keep], count[keep])
+
+
 def profile_totals(db: Database, series_ids: Sequence[int], start: int, end: int) -> ProfileRows:
     """Series, time and total of every profile of the series in [start, end], in no set order: what
     time series need, read without the columns that say where each profile is stored (`block_id` is
     "" and `row` -1 throughout; use `profile_rows` to read the profiles themselves)."""
     with db.connection() as conn:
-        found = conn.execute(
-            "SELECT series_id, times, totals FROM index_series"
-            " WHERE series_id = ANY(%s) AND max_time >= %s AND min_time <= %s", (list(series_ids), start, end),
-            binary=True,
-        ).fetchall()
+        found = conn.execute("SELECT series_id, times, totals " + _IN_RANGE, _range_params(series_ids, start, end),
+                             binary=True).fetchall()
     counts = [len(times) // _TIME.itemsize for _, times, _ in found]
     time = _column([t for _, t, _ in found], _TIME)
     keep = np.flatnonzero((time >= start) & (time <= end))

@@ -18,7 +18,7 @@ import numpy as np
 
 from flamewatch.rpc.errors import CostLimitExceeded
 from flamewatch.storage.frames import run_codes
-from flamewatch.storage.index import ProfileRows
+from flamewatch.storage.index import EntryCounts, ProfileRows
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,13 @@ def cost_of(rows: ProfileRows, block_bytes: Mapping[str, int]) -> QueryCost:
     """What reading the rows costs; `block_bytes` holds the size of each of their blocks."""
     blocks = run_codes(rows.block_id)[0].tolist()  # blocks come in runs: no sort of a million ids
     return QueryCost(len(blocks), len(np.unique(rows.series_id)), len(rows),
+                     sum(block_bytes.get(b, 0) for b in blocks))
+
+
+def cost_of_counts(counts: EntryCounts, block_bytes: Mapping[str, int]) -> QueryCost:
+    """`cost_of` from the index's counts (`index.profile_counts`), without a row per profile."""
+    blocks = np.unique(counts.block_id).tolist()
+    return QueryCost(len(blocks), len(np.unique(counts.series_id)), int(counts.count.sum()),
                      sum(block_bytes.get(b, 0) for b in blocks))
 
 

@@ -21,13 +21,13 @@ import numpy as np
 from flamewatch.changes.stats import Changes, Settings, compare
 from flamewatch.labels.selector import Query, parse_query, parse_selector
 from flamewatch.pprof.profile_types import ProfileType
-from flamewatch.querier import cost, deadline, selection
+from flamewatch.querier import cost, deadline, fanout, selection
 from flamewatch.querier.blocks import BlockCache
 from flamewatch.querier.calltree import CallTree
 from flamewatch.querier.changes import function_shares
 from flamewatch.querier.config import QuerierConfig
 from flamewatch.querier.cost import QueryCost
-from flamewatch.querier.fanout import Peers
+from flamewatch.querier.fanout import Peers, Piece
 from flamewatch.querier.formats.pprof import render_pprof
 from flamewatch.querier.merging import (
     Rows,
@@ -42,7 +42,6 @@ from flamewatch.querier.sources import LocalBlocks, PartialTree, TreeSource, com
 from flamewatch.querier.symbolization import QuerySymbols, Symbolization
 from flamewatch.rpc.errors import NotFoundError
 from flamewatch.storage import index
-from flamewatch.storage.blockformat import TREE_SPAN_NS
 from flamewatch.storage.frames import row_codes, run_codes
 from flamewatch.storage.index import ProfileRows, Series
 from flamewatch.storage.postgres import Database
@@ -267,6 +266,10 @@ class Querier:
               profiles: Sequence[tuple[int, int]] | None = None) -> Merged:
         """The merge of the matching profiles; with `profiles`, of only those (series id, time) pairs."""
         sel = self._select(tenant, query, start, end)
+        if profiles is None and self.peers is not None:
+            split = self._split(tenant, query, sel, start, end, granularity)
+            if split is not None:
+                return split
         # in block order: a merge adds exactly (integers, gauges' exact shares), so any set order will do
         rows = index.profile_rows(self.db, [s.id for s in sel.series], start, end, block_order=True)
         if profiles is not None:
@@ -285,7 +288,7 @@ class Querier:
                              "sides need the same profile type")
         parts = [self._rows(tenant, index.profile_rows(self.db, [s.id for s in sel.series], start, end), sel, None)
                  for sel, (_, start, end) in zip(sides, (a, b))]
-        symbols = self.symbolization.for_query(tenant) if self.symbolization is not None else None
+        symbols = self._symbols(tenant)
         names, self_share, total_share = function_shares(self.blocks, _joined(*parts), granularity, symbols)
         split = len(parts[0].row)
         observed = self_share.sum(axis=1) > 0  # a profile whose kept samples sum to nothing says nothing
@@ -298,8 +301,9 @@ class Querier:
         """What merging the query over the range would read (blocks, series, profiles, bytes), from the
         index alone, and the tenant's `--query.max-bytes` (0: none)."""
         sel = self._select(tenant, query, start, end)
-        rows = index.profile_rows(self.db, [s.id for s in sel.series], start, end)
-        return self._cost(rows)[0], self.config.max_bytes_of(tenant)
+        counts = index.profile_counts(self.db, [s.id for s in sel.series], start, end)
+        objects = index.block_objects(self.db, np.unique(counts.block_id).tolist())
+        return cost.cost_of_counts(counts, {b: o.bytes for b, o in objects.items()}), self.config.max_bytes_of(tenant)
 
     @_bounded
     def nearest(self, tenant: str, query: str, time_ns: int, granularity: str = "functions") -> Merged:
@@ -318,7 +322,7 @@ class Querier:
             rows = index.profile_rows(self.db, [s.id for s in sel.series], start, end)
         weights = _gauge_weights(rows) if sel.profile_type.is_gauge and time_ns is None else None
         r = self._rows(tenant, rows, sel, weights)
-        symbols = self.symbolization.for_query(tenant) if self.symbolization is not None else None
+        symbols = self._symbols(tenant)
         gathered, header, named = self.source.profile(r, symbols)
         body = render_pprof(gathered, sel.profile_type, header, named)
         return Merged(sel.profile_type, None, self._profiles(r), tuple(symbols.state.warnings) if symbols else ()), body
@@ -347,27 +351,66 @@ class Querier:
                 granularity: str, span: tuple[int, int] | None) -> Merged:
         """The merge of the rows, each divided by its divisor (None: none is); with `span`, the range they
         are every profile of, the whole hours in it are read from pre-merged trees where blocks have them."""
+        symbols = self._symbols(tenant)
+        return self._answer(sel, [self._read(tenant, rows, sel, divisors, granularity, span, symbols)], symbols)
+
+    def _symbols(self, tenant: str) -> QuerySymbols | None:
+        return self.symbolization.for_query(tenant) if self.symbolization is not None else None
+
+    def _answer(self, sel: Selection, pieces: list[Piece], symbols: QuerySymbols | None) -> Merged:
+        """The merged pieces as one answer, with what symbolizing any of them warned of."""
+        merged = combine([p.tree for p in pieces])
+        tree = merged.tree()
+        if symbols is None:
+            return Merged(sel.profile_type, tree, sum(p.profiles for p in pieces))
+        symbols.state.warnings.extend(w for p in pieces for w in p.warnings if w not in symbols.state.warnings)
+        symbols.note_unnamed(merged.unnamed, tree.names)
+        return Merged(sel.profile_type, tree, sum(p.profiles for p in pieces), tuple(symbols.state.warnings))
+
+    def _read(self, tenant: str, rows: ProfileRows, sel: Selection, divisors: np.ndarray | None, granularity: str,
+              span: tuple[int, int] | None, symbols: QuerySymbols | None) -> Piece:
+        """The rows merged here (`_merged`), within the tenant's cost limit."""
         weights = None if divisors is None else 1.0 / divisors
         r, objects = self._rows_and_objects(tenant, rows, sel, weights, divisors)
-        symbols = self.symbolization.for_query(tenant) if self.symbolization is not None else None
-        merged = combine(self._partials(tenant, r, rows, objects, span, granularity, symbols))
-        tree = merged.tree()
-        if symbols is not None:
-            symbols.note_unnamed(merged.unnamed, tree.names)
-        return Merged(sel.profile_type, tree, self._profiles(r), tuple(symbols.state.warnings) if symbols else ())
-
-    def _partials(self, tenant: str, r: Rows, rows: ProfileRows, objects: dict[str, index.StoredObject],
-                  span: tuple[int, int] | None, granularity: str, symbols: QuerySymbols | None) -> list[PartialTree]:
-        """The partial trees of the rows, split with the peers when there are any and the merge is long
-        (`fanout`), else read here alone (`read_partials`)."""
         by_tree = self._by_tree(rows, r.row_filter, objects, span)
-        if self.peers is not None:
-            split = self.peers.partials(tenant, r, by_tree, rows.series_id, rows.time - rows.time % TREE_SPAN_NS,
-                                        granularity, symbols, lambda share, trees: self.read_partials(
-                                            share, trees, granularity, symbols), self.blocks.paths)
-            if split is not None:
-                return split
-        return self.read_partials(r, by_tree, granularity, symbols)
+        return Piece(combine(self.read_partials(r, by_tree, granularity, symbols)), self._profiles(r))
+
+    def _split(self, tenant: str, query: str, sel: Selection, start: int, end: int, granularity: str) -> Merged | None:
+        """The merge cut in time with the peers (`fanout`), once the index's counts hold it within the
+        tenant's cost limit; None when it would read too little to split or no peer is live."""
+        assert self.peers is not None
+        counts = index.profile_counts(self.db, [s.id for s in sel.series], start, end)
+        blocks, block_of = np.unique(counts.block_id, return_inverse=True)
+        objects = index.block_objects(self.db, blocks.tolist())
+        cost.check(cost.cost_of_counts(counts, {b: o.bytes for b, o in objects.items()}),
+                   self.config.max_bytes_of(tenant), tenant)
+        with_trees = np.array([self.trees is not None and b in objects and objects[b].trees
+                               for b in blocks.tolist()], bool)[block_of.reshape(-1)]
+        work = fanout.entry_work(counts.first, counts.last, counts.count, with_trees)
+        if int(work.sum()) < self.peers.min_profiles:
+            return None
+        peers = self.peers.live()  # asked only now: `flamewatch all` starts its workers when first asked
+        pieces = fanout.cut_times(counts.first, work, start, end, len(peers) + 1) if peers else []
+        if len(pieces) < 2:
+            return None
+        divisors = None
+        if sel.profile_type.is_gauge:
+            series, at = np.unique(counts.series_id, return_inverse=True)
+            divisors = series, np.bincount(at.reshape(-1), weights=counts.count).astype(np.int64)
+        symbols = self._symbols(tenant)
+        return self._answer(sel, self.peers.pieces(
+            tenant, pieces, peers,
+            lambda piece: fanout.range_request(query, piece, granularity, symbols is not None, divisors),
+            lambda lo, hi: self._piece(tenant, sel, lo, hi, divisors, granularity, symbols), self.blocks.paths),
+            symbols)
+
+    def _piece(self, tenant: str, sel: Selection, start: int, end: int, divisors: tuple[np.ndarray, np.ndarray] | None,
+               granularity: str, symbols: QuerySymbols | None) -> Piece:
+        """The selection merged over [start, end], a piece of a split merge's range; a gauge's values
+        divided by `divisors` (series ids, ascending, and their profiles over the whole range)."""
+        rows = index.profile_rows(self.db, [s.id for s in sel.series], start, end, block_order=True)
+        return self._read(tenant, rows, sel, None if divisors is None else _divisors_of(rows, *divisors),
+                          granularity, (start, end), symbols)
 
     def _by_tree(self, rows: ProfileRows, row_filter: np.ndarray | None, objects: dict[str, index.StoredObject],
                  span: tuple[int, int] | None) -> np.ndarray | None:
@@ -390,11 +433,14 @@ class Querier:
         return [self.trees.tree(r.take(np.flatnonzero(by_tree)), granularity, symbols),
                 self.source.tree(r.take(np.flatnonzero(~by_tree)), granularity, symbols)]
 
-    def partial(self, tenant: str, r: Rows, by_tree: np.ndarray | None, granularity: str,
-                symbolize: bool) -> tuple[PartialTree, list[str]]:
-        """Another querier's share of its merge (`fanout`), and the warnings symbolizing it gave."""
-        symbols = self.symbolization.for_query(tenant) if symbolize and self.symbolization is not None else None
-        merged = combine(self.read_partials(r, by_tree, granularity, symbols))
+    def partial(self, tenant: str, query: str, piece: tuple[int, int], divisors: tuple[np.ndarray, np.ndarray] | None,
+                granularity: str, symbolize: bool) -> tuple[Piece, list[str]]:
+        """A piece of another querier's split merge (`fanout`), and the warnings symbolizing it gave."""
+        sel = self._select(tenant, query, *piece)
+        if sel.profile_type.is_gauge and divisors is None:
+            raise ValueError(f"a partial merge of the gauge {sel.profile_type.id} needs each series' divisor")
+        symbols = self._symbols(tenant) if symbolize else None
+        merged = self._piece(tenant, sel, *piece, divisors if sel.profile_type.is_gauge else None, granularity, symbols)
         return merged, list(symbols.state.warnings) if symbols is not None else []
 
     def _profiles(self, r: Rows) -> int:
@@ -461,6 +507,17 @@ def _gauge_divisors(rows: ProfileRows) -> np.ndarray:
     """The profiles of each row's series: what a gauge's values are divided by (`_gauge_weights`)."""
     _, inverse, counts = np.unique(rows.series_id, return_inverse=True, return_counts=True)
     return counts[inverse.reshape(-1)].astype(np.int64)
+
+
+def _divisors_of(rows: ProfileRows, series: np.ndarray, profiles: np.ndarray) -> np.ndarray:
+    """Each row's divisor from its series' profiles over a whole range (`series` ascending); a series
+    the counts did not see (its profiles arrived since) counts its rows here."""
+    at = np.minimum(np.searchsorted(series, rows.series_id), max(len(series) - 1, 0))
+    known = (series[at] == rows.series_id) if len(series) else np.zeros(len(rows), bool)
+    out = np.where(known, profiles[at] if len(series) else 0, 0)
+    if not known.all():
+        out[~known] = _gauge_divisors(rows.take(np.flatnonzero(~known)))
+    return out.astype(np.int64)
 
 
 def _bucket_totals(rows: ProfileRows, group: np.ndarray, bucket: np.ndarray, n_groups: int, gauge: bool,

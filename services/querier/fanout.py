@@ -1,24 +1,23 @@
 """Long merges split between querier replicas: more processes, more cores, more cache.
 
-The asking querier does what only it can do once: the index lookup, each row's weight, the tenant's
-cost limit and the choice of rows pre-merged trees answer. Then `Peers.partials` cuts the rows into one
-share per live peer and one for itself, and each share is read where it is sent (`PartialService`,
-`proto/flamewatch/v1/partial.proto`): the peer folds its rows through its own block cache exactly as
-the asker would (`Querier.read_partials`) and answers a compact call tree, which the asker maps into its
-own `PathIndex` and adds to the rest with `sources.combine`. Sums (and gauges' exact `Shares`) add up the
-same however the rows are cut, so the answer does not depend on how many peers there were.
-
-How rows are cut (`split`): in the order of their blocks, then series, hour and row, into contiguous
-runs of equal cost (a row read from its profile costs 1, a pre-merged tree `TREE_COST`), cut only
-between two (block, series, hour) groups so a tree stays with all of its rows. Each share then reads a
-contiguous run of blocks, at most one block is read by two shares, and a repeated query cuts the same
-way, so each replica keeps its own part of a range in its cache.
+The asking querier finds the query's series and asks the index how many profiles each of its rows
+(a series in a block) holds in the range (`index.profile_counts`: a row per series and block, not per
+profile), which is enough to hold the query to the tenant's cost limit and to weigh it. A merge that
+would read at least `--query.split-min-profiles` (a pre-merged tree counting as `TREE_COST` profiles) is
+cut in time (`cut_times`) into one piece per live peer and one for itself, of about equal work, at
+whole hours so no series' hour is read by two. Each piece is merged where it is sent, from the index to
+the blocks, exactly as that querier merges a query of its own (`PartialService`,
+`proto/flamewatch/v1/partial.proto`), and answered as a compact call tree, which the asker maps into its
+own `PathIndex` and adds to its own piece's with `sources.combine`. Sums add up the same however the
+range is cut; a gauge's values are divided by its series' profiles over the whole range, which the
+asker sends along, and add up as exact `Shares`: the answer does not depend on how many peers there
+were. A repeated query cuts the same way, so each replica keeps its own part of a range in its cache.
 
 Peers are `--query.peers`: `HOST:PORT,...`, or `dns:///NAME:PORT` for every address a headless Service
 resolves to (re-resolved every `RESOLVE_EVERY_S`; this host's own addresses left out). A peer that fails
-(down, refusing the querier's client identity) has its share read here instead, and is left out for
-`REST_S`; running out of the query's time raises the query's timeout, and a query that fails or is
-cancelled cancels the calls it made.
+(down, refusing the querier's client identity, of another version) has its piece read here instead, and
+is left out for `REST_S`; running out of the query's time raises the query's timeout, and a query that
+fails or is cancelled cancels the calls it made.
 """
 
 from __future__ import annotations
@@ -27,83 +26,76 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from typing import NamedTuple
 
 import grpc
 import numpy as np
 from prometheus_client import Counter
 
 from flamewatch.api.flamewatch.v1 import partial_pb2, partial_pb2_grpc
-from flamewatch.labels.selector import format_matchers, parse_selector
 from flamewatch.querier import deadline
-from flamewatch.querier.merging import GRANULARITIES, Rows
+from flamewatch.querier.merging import GRANULARITIES
 from flamewatch.querier.paths import PathIndex, with_ancestors
-from flamewatch.querier.selection import Filter
 from flamewatch.querier.shares import Shares
 from flamewatch.querier.sources import PartialTree
-from flamewatch.querier.symbolization import QuerySymbols
 from flamewatch.ratelimitedlog import RateLimitedLog
 from flamewatch.rpc.channels import grpc_blocking_channel
 from flamewatch.storage.blockformat import TREE_SPAN_NS
-from flamewatch.storage.frames import forest_depths, run_codes
+from flamewatch.storage.frames import forest_depths
 
 log = logging.getLogger(__name__)
 
-TREE_COST = 8  # what reading one pre-merged tree costs, in profile rows (a tree holds more nodes than one profile)
+TREE_COST = 8  # what reading one pre-merged tree costs, in profiles (a tree holds more nodes than one profile)
 RESOLVE_EVERY_S = 30.0
 REST_S = 30.0
-# a tree of a million nodes by lines is ~25 MB; a peer's server takes requests up to 64 MiB
-_CHANNEL_OPTIONS = [("grpc.max_receive_message_length", 256 << 20), ("grpc.max_send_message_length", 64 << 20)]
-_MAX_SHARE_ROWS = 4_000_000  # ~40 MB of request; a larger merge is cut into more shares than there are peers
+# a tree of a million nodes by lines is ~25 MB
+_CHANNEL_OPTIONS = [("grpc.max_receive_message_length", 256 << 20)]
 
-SPLIT_ROWS = Counter("flamewatch_querier_split_rows", "Profile rows of split merges, by where they were read",
-                     ["where"])
-PARTIAL_ROWS = Counter("flamewatch_querier_partial_rows", "Profile rows this querier read for another one's merge")
+SPLIT_PIECES = Counter("flamewatch_querier_split_pieces", "Pieces of split merges, by where they were merged",
+                       ["where"])
+PARTIAL_PROFILES = Counter("flamewatch_querier_partial_profiles",
+                           "Profiles this querier merged for another one's split merge")
 
-ReadShare = Callable[[Rows, np.ndarray | None], list[PartialTree]]
+
+class Piece(NamedTuple):
+    """A piece of a merge, merged: its partial tree, the profiles it holds, and what symbolizing it
+    warned of when a peer merged it (a piece merged here warns through the query's own symbols)."""
+
+    tree: PartialTree
+    profiles: int
+    warnings: tuple[str, ...] = ()
+
+
+Range = tuple[int, int]  # ns, both ends included
+ReadPiece = Callable[[int, int], Piece]
 
 
 # ------------------------------------------------------------------------------------ cutting
 
 
-def split(block: np.ndarray, by_tree: np.ndarray | None, series: np.ndarray, hour: np.ndarray,
-          parts: int) -> list[np.ndarray]:
-    """Indices of the rows (ascending) in up to `parts` shares of about equal cost (see the module
-    docstring): groups of one block (`block`: a code per row, in the order of the blocks), series and
-    hour, in that order, each wholly in one share."""
-    if parts <= 1 or not len(block):
-        return [np.arange(len(block))]
-    return cut(*group_costs(block, by_tree, series, hour), parts)
+def entry_work(first: np.ndarray, last: np.ndarray, count: np.ndarray, with_trees: np.ndarray) -> np.ndarray:
+    """What merging each index row (a series in a block) costs, in profiles: its profiles, or in a block
+    with pre-merged trees `TREE_COST` per hour it spans (at most its profiles)."""
+    hours = last // TREE_SPAN_NS - first // TREE_SPAN_NS + 1
+    return np.where(with_trees, np.minimum(hours * TREE_COST, count), count)
 
 
-def group_costs(block: np.ndarray, by_tree: np.ndarray | None, series: np.ndarray,
-                hour: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per row its (block, series, hour) group, and per group what reading it costs: its rows, or
-    `TREE_COST` for rows a pre-merged tree answers together."""
-    group = _groups(block, series, hour)
-    n_groups = int(group.max()) + 1
-    rows = np.bincount(group, minlength=n_groups)
-    trees = np.zeros(n_groups, np.int64) if by_tree is None else np.bincount(group[by_tree], minlength=n_groups)
-    return group, (trees > 0) * TREE_COST + rows - trees
-
-
-def cut(group: np.ndarray, cost: np.ndarray, parts: int) -> list[np.ndarray]:
-    """The rows in up to `parts` runs of groups of about equal cost, each group in the run where it starts."""
-    end = np.cumsum(cost)
-    share = np.minimum((end - cost) * parts // max(int(end[-1]), 1), parts - 1)[group]
-    out = [np.flatnonzero(share == i) for i in range(parts)]
-    return [s for s in out if len(s)]
-
-
-def _groups(block: np.ndarray, series: np.ndarray, hour: np.ndarray) -> np.ndarray:
-    """Per row, its (block, series, hour) group's number, numbered in that order: the key itself while the
-    keys are dense (a few per row), else its rank among the distinct keys."""
-    hour_code = (hour - hour.min()) // TREE_SPAN_NS
-    series_code = series - series.min()
-    key = (block * (int(series_code.max()) + 1) + series_code) * (int(hour_code.max()) + 1) + hour_code
-    if int(key.max()) < 8 * len(key):
-        return key
-    return np.unique(key, return_inverse=True)[1].reshape(-1)
+def cut_times(first: np.ndarray, work: np.ndarray, start: int, end: int, parts: int) -> list[Range]:
+    """[start, end] in up to `parts` pieces of about equal work, cut at whole hours: each index row's
+    work counted at the hour of its first profile (`first`), a cut at the start of the hour where the
+    work done so far reaches the next share. Fewer pieces when the work sits in fewer hours."""
+    if parts <= 1 or not len(first) or start >= end:
+        return [(start, end)]
+    hour = first - first % TREE_SPAN_NS
+    hours, at = np.unique(hour, return_inverse=True)
+    per_hour = np.bincount(at.reshape(-1), weights=work.astype(np.float64))
+    before = np.cumsum(per_hour) - per_hour  # the work in earlier hours
+    targets = per_hour.sum() * np.arange(1, parts) / parts
+    cuts = np.unique(hours[np.minimum(np.searchsorted(before, targets), len(hours) - 1)])
+    cuts = cuts[(cuts > start) & (cuts <= end)].tolist()
+    bounds = [start, *cuts]
+    return [(lo, hi - 1) for lo, hi in zip(bounds, bounds[1:])] + [(bounds[-1], end)]
 
 
 # ------------------------------------------------------------------------------------ the wire
@@ -117,62 +109,39 @@ def _bytes(values: np.ndarray, dtype) -> bytes:
     return np.ascontiguousarray(values, np.dtype(dtype).newbyteorder("<")).tobytes()
 
 
-def share_request(r: Rows, by_tree: np.ndarray | None, granularity: str, symbolize: bool,
-                  index: np.ndarray | None = None, codes: tuple[np.ndarray, np.ndarray] | None = None
-                  ) -> partial_pb2.MergePartialRequest:
-    """The request for the rows at `index` (None: all), their blocks named by `codes` (`run_codes` of
-    `r.block_id`, made once for every share of a merge: a million block ids are not copied per share)."""
-    ids, code = codes if codes is not None else run_codes(r.block_id)
-    pick = slice(None) if index is None else index
-
-    def column(values: np.ndarray | None, dtype) -> bytes:
-        return b"" if values is None else _bytes(values[pick], dtype)
-
-    code = code[pick]
-    used = np.flatnonzero(np.bincount(code, minlength=len(ids)))
-    renumber = np.zeros(len(ids), np.int64)
-    renumber[used] = np.arange(len(used))
-    names = ids[used].tolist()
-    return partial_pb2.MergePartialRequest(
-        block_ids=names, block_keys=[r.keys[b] for b in names], block=_bytes(renumber[code], np.int32),
-        row=column(r.row, np.int64), weights=column(r.weights, np.float64), divisors=column(r.divisors, np.int64),
-        filters=[format_matchers(f) for f in r.filters], row_filter=column(r.row_filter, np.int32),
-        by_tree=column(by_tree, np.uint8), granularity=granularity, symbolize=symbolize)
+def range_request(query: str, piece: Range, granularity: str, symbolize: bool,
+                  divisors: tuple[np.ndarray, np.ndarray] | None) -> partial_pb2.MergePartialRequest:
+    """The request for a piece of a query's range; `divisors` (series ids, their profiles over the whole
+    range) for a gauge."""
+    request = partial_pb2.MergePartialRequest(query=query, start=piece[0], end=piece[1], granularity=granularity,
+                                              symbolize=symbolize)
+    if divisors is not None:
+        request.divisor_series, request.divisor_profiles = (_bytes(a, np.int64) for a in divisors)
+    return request
 
 
-def share_rows(request: partial_pb2.MergePartialRequest, tenant: str) -> tuple[Rows, np.ndarray | None]:
-    """The rows a request hands over, and which of them pre-merged trees may answer; ValueError when the
-    arrays do not agree (a peer of another version, or a broken request) or a block is not the tenant's."""
-    ids = np.array(list(request.block_ids), object)
-    if len(request.block_keys) != len(ids):
-        raise ValueError("a partial merge needs one key per block")
-    own = f"{tenant}/blocks/"
-    if any(not key.startswith(own) or ".." in key for key in request.block_keys):
-        raise ValueError(f'a partial merge may read only the blocks of its tenant "{tenant}"')
+def request_range(request: partial_pb2.MergePartialRequest
+                  ) -> tuple[str, Range, tuple[np.ndarray, np.ndarray] | None]:
+    """The query, piece and gauge divisors a request hands over; ValueError when they do not make one
+    (a peer of another version, or a broken request)."""
+    if not request.query:
+        raise ValueError("a partial merge names no query: the asking querier is of another version, which "
+                         "cuts merges by row; run one version of the querier")
+    if request.start > request.end:
+        raise ValueError(f"a partial merge's range ends ({request.end}) before it starts ({request.start})")
     if request.granularity not in GRANULARITIES:
         raise ValueError(f'unknown granularity "{request.granularity}": expected one of {", ".join(GRANULARITIES)}')
-    block = _array(request.block, np.int32)
-    row = _array(request.row, np.int64)
-    n = len(row)
-    optional = {name: _array(getattr(request, name), dtype) if getattr(request, name) else None
-                for name, dtype in (("weights", np.float64), ("divisors", np.int64), ("row_filter", np.int32),
-                                    ("by_tree", np.uint8))}
-    if len(block) != n or any(a is not None and len(a) != n for a in optional.values()):
-        raise ValueError("a partial merge's row arrays differ in length")
-    if n and (block.min() < 0 or block.max() >= len(ids)):
-        raise ValueError("a partial merge names a block it does not list")
-    filters: list[Filter] = [parse_selector(f) for f in request.filters] or [()]
-    row_filter = optional["row_filter"]
-    if row_filter is not None and n and (row_filter.min() < 0 or row_filter.max() >= len(filters)):
-        raise ValueError("a partial merge names a sample filter it does not list")
-    keys = dict(zip(ids.tolist(), request.block_keys))
-    by_tree = optional["by_tree"]
-    return (Rows(keys, ids[block], row, optional["weights"], tuple(filters), row_filter, optional["divisors"]),
-            None if by_tree is None else by_tree.astype(bool))
+    series, profiles = _array(request.divisor_series, np.int64), _array(request.divisor_profiles, np.int64)
+    if len(series) != len(profiles):
+        raise ValueError("a partial merge's divisors differ in length from their series")
+    if len(profiles) and profiles.min() < 1:
+        raise ValueError("a partial merge's divisors must be at least 1")
+    return request.query, (request.start, request.end), (series, profiles) if len(series) else None
 
 
-def tree_response(p: PartialTree, warnings: Sequence[str]) -> partial_pb2.MergePartialResponse:
-    """A partial tree as the paths with a value and their ancestors, numbered from 0 (the root)."""
+def tree_response(piece: Piece, warnings: list[str]) -> partial_pb2.MergePartialResponse:
+    """A merged piece as the paths with a value and their ancestors, numbered from 0 (the root)."""
+    p = piece.tree
     all_parent, all_name, names = p.paths.arrays()
     shares = isinstance(p.sums, Shares)
     used = np.unique(p.sums.path) if shares else np.flatnonzero(p.sums)
@@ -183,7 +152,8 @@ def tree_response(p: PartialTree, warnings: Sequence[str]) -> partial_pb2.MergeP
     table, name = np.unique(all_name[kept], return_inverse=True)
     out = partial_pb2.MergePartialResponse(
         parent=_bytes(parent, np.int64), name=_bytes(name.reshape(-1), np.int32),
-        names=names.take(table).to_pylist(), unnamed=dict(p.unnamed), warnings=list(warnings), shares=shares)
+        names=names.take(table).to_pylist(), unnamed=dict(p.unnamed), warnings=list(warnings), shares=shares,
+        profiles=piece.profiles, by_range=True)
     if shares:
         out.share_node, out.share_divisor, out.share_total = (
             _bytes(renumber[p.sums.path], np.int64), _bytes(p.sums.divisor, np.int64), _bytes(p.sums.total, np.int64))
@@ -194,8 +164,10 @@ def tree_response(p: PartialTree, warnings: Sequence[str]) -> partial_pb2.MergeP
     return out
 
 
-def response_tree(response: partial_pb2.MergePartialResponse, paths: PathIndex) -> PartialTree:
-    """A peer's tree keyed by this querier's path ids."""
+def response_tree(response: partial_pb2.MergePartialResponse, paths: PathIndex) -> Piece:
+    """A peer's merged piece keyed by this querier's path ids."""
+    if not response.by_range:
+        raise ValueError("the peer answered a share by row: it is of another version")
     parent = _array(response.parent, np.int64)
     ids = paths.map_tree(parent, forest_depths(parent), _array(response.name, np.int32),
                          np.array(list(response.names), object))
@@ -208,7 +180,7 @@ def response_tree(response: partial_pb2.MergePartialResponse, paths: PathIndex) 
             _array(response.int_values, np.int64)
         sums = np.zeros(size, values.dtype)
         sums[ids] = values
-    return PartialTree(paths, sums, dict(response.unnamed))
+    return Piece(PartialTree(paths, sums, dict(response.unnamed)), response.profiles, tuple(response.warnings))
 
 
 # ------------------------------------------------------------------------------------ the peers
@@ -262,10 +234,10 @@ def _own_addresses() -> set[str]:
 
 
 class Peers:
-    """Other queriers that take shares of long merges."""
+    """Other queriers that take pieces of long merges."""
 
-    def __init__(self, addresses: Callable[[], list[str]], min_rows: int) -> None:
-        self._addresses, self.min_rows = addresses, min_rows
+    def __init__(self, addresses: Callable[[], list[str]], min_profiles: int) -> None:
+        self._addresses, self.min_profiles = addresses, min_profiles
         self._stubs: dict[str, tuple[grpc.Channel, partial_pb2_grpc.PartialServiceStub]] = {}
         self._resting: dict[str, float] = {}
         self._lock = threading.Lock()
@@ -281,35 +253,20 @@ class Peers:
         now = time.monotonic()
         return [a for a in self._addresses() if self._resting.get(a, 0.0) <= now]
 
-    def partials(self, tenant: str, r: Rows, by_tree: np.ndarray | None, series: np.ndarray, hour: np.ndarray,
-                 granularity: str, symbols: QuerySymbols | None, read: ReadShare, paths: PathIndex
-                 ) -> list[PartialTree] | None:
-        """The partial trees of the rows, read here and by the peers; None when the merge is too small to
-        split or no peer is live (the caller reads it alone)."""
-        if len(r.row) < self.min_rows:
-            return None
-        peers = self.live()
-        if not peers:
-            return None
-        codes = run_codes(r.block_id)
-        group, cost = group_costs(codes[1], by_tree, series, hour)
-        if int(cost.sum()) < self.min_rows:  # a month of whole hours is a few hundred trees: read here
-            return None
-        shares = cut(group, cost, max(len(peers) + 1, -(-len(r.row) // _MAX_SHARE_ROWS)))
-        if len(shares) < 2:
-            return None
-        # share 0 here, the rest round robin over the peers (shares beyond the peers only for huge merges)
+    def pieces(self, tenant: str, pieces: list[Range], peers: list[str],
+               request: Callable[[Range], partial_pb2.MergePartialRequest], read: ReadPiece,
+               paths: PathIndex) -> list[Piece]:
+        """The merged pieces: the first read here, the others by the peers, round robin (`read` here
+        for a peer that fails)."""
         calls = []
         try:
-            for i, share in enumerate(shares[1:]):
+            for i, piece in enumerate(pieces[1:]):
                 address = peers[i % len(peers)]
-                request = share_request(r, by_tree, granularity, symbols is not None, share, codes)
-                calls.append((address, share, self._call(address, tenant, request)))
-            mine = shares[0]
-            results = read(r.take(mine), None if by_tree is None else by_tree[mine])
-            SPLIT_ROWS.labels("here").inc(len(mine))
-            for address, share, future in calls:
-                results.extend(self._answer(address, share, future, r, by_tree, symbols, read, paths))
+                calls.append((address, piece, self._call(address, tenant, request(piece))))
+            results = [read(*pieces[0])]
+            SPLIT_PIECES.labels("here").inc()
+            for address, piece, future in calls:
+                results.append(self._answer(address, piece, future, read, paths))
             return results
         finally:
             for _, _, future in calls:
@@ -323,20 +280,17 @@ class Peers:
             stub = self._stubs[address][1]
         return stub.MergePartial.future(request, timeout=deadline.remaining(), metadata=(("x-scope-orgid", tenant),))
 
-    def _answer(self, address: str, share: np.ndarray, future: grpc.Future, r: Rows, by_tree: np.ndarray | None,
-                symbols: QuerySymbols | None, read: ReadShare, paths: PathIndex) -> list[PartialTree]:
+    def _answer(self, address: str, piece: Range, future: grpc.Future, read: ReadPiece, paths: PathIndex) -> Piece:
         try:
-            response = future.result()
-        except grpc.RpcError as exc:
-            if exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+            answer = response_tree(future.result(), paths)
+        except (grpc.RpcError, ValueError) as exc:
+            if isinstance(exc, grpc.RpcError) and exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
                 deadline.check()  # ours ran out: the query's own timeout error
+            why = f"{exc.code().name}: {exc.details()}" if isinstance(exc, grpc.RpcError) else str(exc)
             self._resting[address] = time.monotonic() + REST_S
-            self._failures.log(logging.WARNING, address, "querier peer %s failed a partial merge (%s: %s); its share "
-                               "is read here, and it is left out for %.0f s", address, exc.code().name,
-                               exc.details(), REST_S)
-            SPLIT_ROWS.labels("here").inc(len(share))
-            return read(r.take(share), None if by_tree is None else by_tree[share])
-        SPLIT_ROWS.labels("peers").inc(len(share))
-        if symbols is not None:
-            symbols.state.warnings.extend(w for w in response.warnings if w not in symbols.state.warnings)
-        return [response_tree(response, paths)]
+            self._failures.log(logging.WARNING, address, "querier peer %s failed a partial merge (%s); its piece "
+                               "is merged here, and it is left out for %.0f s", address, why, REST_S)
+            SPLIT_PIECES.labels("here").inc()
+            return read(*piece)
+        SPLIT_PIECES.labels("peers").inc()
+        return answer

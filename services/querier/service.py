@@ -125,8 +125,8 @@ def _share(m) -> query_pb2.ShareChange:
 
 
 class PartialServicer(partial_pb2_grpc.PartialServiceServicer):
-    """Shares of other queriers' merges (`fanout`): read here as this querier reads its own, within the
-    asker's deadline, and stopped when the asker goes away."""
+    """Pieces of other queriers' merges (`fanout`): merged here as this querier merges its own, within
+    the asker's deadline, and stopped when the asker goes away."""
 
     def __init__(self, querier: Querier):
         self._q = querier
@@ -134,7 +134,7 @@ class PartialServicer(partial_pb2_grpc.PartialServiceServicer):
     @handled
     async def MergePartial(self, request, context):
         tenant = grpc_tenant(context, Action.READ)
-        r, by_tree = fanout.share_rows(request, tenant)
+        query, piece, divisors = fanout.request_range(request)
         gone = threading.Event()
         context.add_done_callback(lambda _: gone.set())
         left = context.time_remaining()
@@ -142,10 +142,10 @@ class PartialServicer(partial_pb2_grpc.PartialServiceServicer):
 
         def run():
             with deadline.bounded(None if timeout == float("inf") else timeout, gone):
-                return self._q.partial(tenant, r, by_tree, request.granularity, request.symbolize)
+                return self._q.partial(tenant, query, piece, divisors, request.granularity, request.symbolize)
 
         merged, warnings = await asyncio.to_thread(run)
-        fanout.PARTIAL_ROWS.inc(len(r.row))
+        fanout.PARTIAL_PROFILES.inc(merged.profiles)
         return await asyncio.to_thread(fanout.tree_response, merged, warnings)
 
 

@@ -2,7 +2,7 @@
 asked given the other with `--query.peers`, and `flamewatch all` with a query worker process. Every answer
 (CPU and an in-use memory gauge; flushed blocks and compacted ones with pre-merged trees; whole hours, a
 range cutting hours, a sample label filter) is the same split as read by one querier alone; a peer that
-is gone has its share read by the asker; the worker of `all` ends when `all` is killed."""
+is gone has its piece merged by the asker; the worker of `all` ends when `all` is killed."""
 
 from __future__ import annotations
 
@@ -69,24 +69,24 @@ def test_a_querier_with_a_peer_answers_as_one_querier_alone(cluster: Cluster, go
     with running_services(asker):
         alone = answers(cluster.querier_url, windows)
         assert {alone[t, "{}", "whole hours", "top"]["profiles"] for t in (CPU, HEAP)} == {18}
-        read_for_peer = metric(cluster.querier_url, "flamewatch_querier_partial_rows_total")
+        read_for_peer = metric(cluster.querier_url, "flamewatch_querier_partial_profiles_total")
         assert answers(asker.url, windows) == alone  # flushed blocks
-        assert metric(cluster.querier_url, "flamewatch_querier_partial_rows_total") > read_for_peer
-        assert metric(asker.url, 'flamewatch_querier_split_rows_total{where="peers"}') > 0
+        assert metric(cluster.querier_url, "flamewatch_querier_partial_profiles_total") > read_for_peer
+        assert metric(asker.url, 'flamewatch_querier_split_pieces_total{where="peers"}') > 0
 
         cluster.add_ingester("compactor", "--compaction.interval", "0.5")
         wait_for(lambda: cluster.live_block_levels(TENANT) == [2], 60, "the tenant compacted into a day block")
         def trees_and_shares() -> tuple[float, float]:
-            """Profiles read from trees by either querier, and rows the peer read for the asker."""
+            """Profiles read from trees by either querier, and profiles the peer merged for the asker."""
             return (sum(metric(q.url, "flamewatch_querier_tree_profiles_total") for q in (cluster.querier, asker)),
-                    metric(cluster.querier_url, "flamewatch_querier_partial_rows_total"))
+                    metric(cluster.querier_url, "flamewatch_querier_partial_profiles_total"))
 
         before = trees_and_shares()
         assert answers(asker.url, windows) == alone  # the day block: its trees and profiles, split
         after = trees_and_shares()
         assert after[0] > before[0] and after[1] > before[1]
 
-        cluster.kill(cluster.querier)  # the peer is gone: the asker reads its share itself
+        cluster.kill(cluster.querier)  # the peer is gone: the asker merges its piece itself
         assert answers(asker.url, windows) == alone
         assert "failed a partial merge (UNAVAILABLE" in asker.log_text()
         cluster.querier.start()
@@ -131,7 +131,7 @@ def test_flamewatch_all_splits_long_merges_with_a_worker_that_ends_with_it(tmp_p
                            "the query worker", log)
         worker = int(started.group(1))
         assert answers(url, windows) == alone
-        assert metric(url, 'flamewatch_querier_split_rows_total{where="peers"}') > 0
+        assert metric(url, 'flamewatch_querier_split_pieces_total{where="peers"}') > 0
         process.send_signal(signal.SIGKILL)  # no SIGTERM reaches the worker: it sees its parent gone
         process.wait(10)
         wait_for(lambda: not _alive(worker), 30, "the worker to end after flamewatch all was killed", log)

@@ -207,3 +207,20 @@ def test_series_of_a_block_whose_transaction_failed_are_not_taken_as_known(db: D
     assert known.ids("t", {b.fingerprint: (0, 0)}) == ({}, [b.fingerprint])
     index.commit_block(db, block("b2", [b]), [b], known)
     assert set(series_ids(db)) == {"a", "b"}
+
+
+def test_counts_are_the_profiles_each_row_holds_in_the_range_cut_at_its_ends(db: Database) -> None:
+    commit(db, "b1", [entry("a", T0 + i * S, i, 1) for i in range(10)] + [entry("b", T0 + 3 * S, 10, 1)])
+    commit(db, "b2", [entry("a", T0 + 20 * S, 0, 1)], level=1)
+    ids = series_ids(db)
+    for start, end in ((0, 2**62), (T0 + 2 * S, T0 + 20 * S), (T0 + 4 * S, T0 + 6 * S), (T0 + 11 * S, T0 + 19 * S)):
+        counts = index.profile_counts(db, list(ids.values()), start, end)
+        rows = index.profile_rows(db, list(ids.values()), start, end)
+        got = {(s, b): (int(c), int(f), int(la)) for s, b, c, f, la in zip(
+            counts.series_id.tolist(), counts.block_id.tolist(), counts.count, counts.first, counts.last)}
+        want = {}
+        for s, b, t in zip(rows.series_id.tolist(), rows.block_id.tolist(), rows.time.tolist()):
+            c, f, la = want.get((s, b), (0, t, t))
+            want[s, b] = (c + 1, min(f, t), max(la, t))
+        assert got == want, (start, end)
+    assert len(index.profile_counts(db, [], 0, 2**62)) == 0

@@ -7,33 +7,25 @@ from typing import ClassVar as _ClassVar, Optional as _Optional
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class MergePartialRequest(_message.Message):
-    __slots__ = ("block_ids", "block_keys", "block", "row", "weights", "divisors", "filters", "row_filter", "by_tree", "granularity", "symbolize")
-    BLOCK_IDS_FIELD_NUMBER: _ClassVar[int]
-    BLOCK_KEYS_FIELD_NUMBER: _ClassVar[int]
-    BLOCK_FIELD_NUMBER: _ClassVar[int]
-    ROW_FIELD_NUMBER: _ClassVar[int]
-    WEIGHTS_FIELD_NUMBER: _ClassVar[int]
-    DIVISORS_FIELD_NUMBER: _ClassVar[int]
-    FILTERS_FIELD_NUMBER: _ClassVar[int]
-    ROW_FILTER_FIELD_NUMBER: _ClassVar[int]
-    BY_TREE_FIELD_NUMBER: _ClassVar[int]
+    __slots__ = ("granularity", "symbolize", "query", "start", "end", "divisor_series", "divisor_profiles")
     GRANULARITY_FIELD_NUMBER: _ClassVar[int]
     SYMBOLIZE_FIELD_NUMBER: _ClassVar[int]
-    block_ids: _containers.RepeatedScalarFieldContainer[str]
-    block_keys: _containers.RepeatedScalarFieldContainer[str]
-    block: bytes
-    row: bytes
-    weights: bytes
-    divisors: bytes
-    filters: _containers.RepeatedScalarFieldContainer[str]
-    row_filter: bytes
-    by_tree: bytes
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    START_FIELD_NUMBER: _ClassVar[int]
+    END_FIELD_NUMBER: _ClassVar[int]
+    DIVISOR_SERIES_FIELD_NUMBER: _ClassVar[int]
+    DIVISOR_PROFILES_FIELD_NUMBER: _ClassVar[int]
     granularity: str
     symbolize: bool
-    def __init__(self, block_ids: _Optional[_Iterable[str]] = ..., block_keys: _Optional[_Iterable[str]] = ..., block: _Optional[bytes] = ..., row: _Optional[bytes] = ..., weights: _Optional[bytes] = ..., divisors: _Optional[bytes] = ..., filters: _Optional[_Iterable[str]] = ..., row_filter: _Optional[bytes] = ..., by_tree: _Optional[bytes] = ..., granularity: _Optional[str] = ..., symbolize: _Optional[bool] = ...) -> None: ...
+    query: str
+    start: int
+    end: int
+    divisor_series: bytes
+    divisor_profiles: bytes
+    def __init__(self, granularity: _Optional[str] = ..., symbolize: _Optional[bool] = ..., query: _Optional[str] = ..., start: _Optional[int] = ..., end: _Optional[int] = ..., divisor_series: _Optional[bytes] = ..., divisor_profiles: _Optional[bytes] = ...) -> None: ...
 
 class MergePartialResponse(_message.Message):
-    __slots__ = ("parent", "name", "names", "int_values", "float_values", "share_node", "share_divisor", "share_total", "shares", "unnamed", "warnings", "tree_profiles")
+    __slots__ = ("parent", "name", "names", "int_values", "float_values", "share_node", "share_divisor", "share_total", "shares", "unnamed", "warnings", "profiles", "by_range")
     class UnnamedEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -52,7 +44,8 @@ class MergePartialResponse(_message.Message):
     SHARES_FIELD_NUMBER: _ClassVar[int]
     UNNAMED_FIELD_NUMBER: _ClassVar[int]
     WARNINGS_FIELD_NUMBER: _ClassVar[int]
-    TREE_PROFILES_FIELD_NUMBER: _ClassVar[int]
+    PROFILES_FIELD_NUMBER: _ClassVar[int]
+    BY_RANGE_FIELD_NUMBER: _ClassVar[int]
     parent: bytes
     name: bytes
     names: _containers.RepeatedScalarFieldContainer[str]
@@ -64,5 +57,6 @@ class MergePartialResponse(_message.Message):
     shares: bool
     unnamed: _containers.ScalarMap[str, str]
     warnings: _containers.RepeatedScalarFieldContainer[str]
-    tree_profiles: int
-    def __init__(self, parent: _Optional[bytes] = ..., name: _Optional[bytes] = ..., names: _Optional[_Iterable[str]] = ..., int_values: _Optional[bytes] = ..., float_values: _Optional[bytes] = ..., share_node: _Optional[bytes] = ..., share_divisor: _Optional[bytes] = ..., share_total: _Optional[bytes] = ..., shares: _Optional[bool] = ..., unnamed: _Optional[_Mapping[str, str]] = ..., warnings: _Optional[_Iterable[str]] = ..., tree_profiles: _Optional[int] = ...) -> None: ...
+    profiles: int
+    by_range: bool
+    def __init__(self, parent: _Optional[bytes] = ..., name: _Optional[bytes] = ..., names: _Optional[_Iterable[str]] = ..., int_values: _Optional[bytes] = ..., float_values: _Optional[bytes] = ..., share_node: _Optional[bytes] = ..., share_divisor: _Optional[bytes] = ..., share_total: _Optional[bytes] = ..., shares: _Optional[bool] = ..., unnamed: _Optional[_Mapping[str, str]] = ..., warnings: _Optional[_Iterable[str]] = ..., profiles: _Optional[int] = ..., by_range: _Optional[bool] = ...) -> None: ...

@@ -45,7 +45,7 @@ class PartialServiceServicer:
     """Missing associated documentation comment in .proto file."""
 
     def MergePartial(self, request, context):
-        """The weighted sum of the given profile rows per function path.
+        """The merge of the query over one piece of its range, per function path.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -18,7 +18,9 @@ from flamewatch.auth.caller import Authenticator
 from flamewatch.auth.errors import PermissionDenied, Unauthenticated
 from flamewatch.auth.webconfig import WebConfig
 from flamewatch.rpc.auth import CHALLENGE, AdminOnly, AuthMiddleware, routes_without_access
+from flamewatch.rpc.disconnect import CallerWatch
 from flamewatch.rpc.errors import (
+    CancelledError,
     CostLimitExceeded,
     DeadlineExceededError,
     RateLimited,
@@ -56,11 +58,12 @@ def build_app(routers: Sequence[APIRouter], ready: Callable[[], Sequence[str]],
     for router in routers:
         app.include_router(router)
     app.add_middleware(AuthMiddleware, authenticator=authenticator or Authenticator(WebConfig()))
+    app.add_middleware(CallerWatch)  # outermost: a caller that leaves stops the work for it (`disconnect`)
 
     # Expected failures get their answer here. Anything else reaches the server's error middleware,
     # which answers 500 and logs the traceback: a bug should be loud.
     for kind in (ValueError, LookupError, StorageError, RateLimited, CostLimitExceeded, DeadlineExceededError,
-                 Unauthenticated, PermissionDenied):
+                 CancelledError, Unauthenticated, PermissionDenied):
         app.add_exception_handler(kind, _expected_error)
 
     @app.exception_handler(RequestValidationError)

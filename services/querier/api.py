@@ -20,6 +20,7 @@ from flamewatch.querier.cost import QueryCost
 from flamewatch.querier.engine import Merged, Querier
 from flamewatch.querier.formats import RENDERERS, diff_renderer, renderer
 from flamewatch.querier.merging import GRANULARITIES
+from flamewatch.rpc.disconnect import caller_gone
 from flamewatch.timerange import parse_duration, parse_time, resolve_range
 
 QUERY_SECONDS = Histogram("flamewatch_query_seconds", "Time to answer a merged-profile query", ["kind"],
@@ -100,7 +101,8 @@ def query(q: Querier, tenant: str, text: str, start: int, end: int, at: int | No
 
 
 def diff(q: Querier, tenant: str, left: tuple[str, int, int], right: tuple[str, int, int], max_nodes: int) -> dict:
-    with QUERY_SECONDS.labels("diff").time(), deadline.bounded(q.config.query_timeout_s):  # one budget, both sides
+    # one budget for both sides
+    with QUERY_SECONDS.labels("diff").time(), deadline.bounded(q.config.query_timeout_s, caller_gone()):
         lm, rm = q.merge(tenant, *left), q.merge(tenant, *right)
     if lm.profile_type != rm.profile_type:
         raise ValueError(f"cannot compare {lm.profile_type.id} with {rm.profile_type.id}: "
@@ -117,7 +119,7 @@ def changes(q: Querier, tenant: str, a: tuple[str, int, int], b: tuple[str, int,
     if not 1 <= limit <= MAX_NODES_LIMIT:
         raise ValueError(f"limit must be between 1 and {MAX_NODES_LIMIT}, got {limit}")
     settings = Settings(alpha=alpha) if alpha is not None else Settings()
-    with QUERY_SECONDS.labels("changes").time(), deadline.bounded(q.config.query_timeout_s):
+    with QUERY_SECONDS.labels("changes").time(), deadline.bounded(q.config.query_timeout_s, caller_gone()):
         found = q.changes(tenant, a, b, settings, order)
     return Changes(found.functions[:limit], found.profiles, found.notes)
 

@@ -6,6 +6,8 @@ groups, matchers) call `check`, and every Postgres statement of the call runs wi
 long merge in Python holds a worker past the budget. Running out raises `QueryTimeout`: gRPC
 DEADLINE_EXCEEDED, HTTP 504, Connect `deadline_exceeded` (the mapping in `flamewatch.rpc.errors`).
 The budget is a context variable, so it follows the call on its own thread and needs no parameter.
+A query whose caller goes away (an HTTP client that disconnects, `flamewatch.rpc.disconnect`; the
+querier that asked a piece of its merge) stops at its next check with `QueryCancelled`.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ _budget: ContextVar[_Budget | None] = ContextVar("flamewatch_query_budget", defa
 
 
 class QueryCancelled(CancelledError):
-    """The caller of a query went away (a peer querier's merge it no longer waits for), so it was stopped."""
+    """The caller of a query went away (an HTTP client that disconnected, a peer querier's merge it no longer
+    waits for), so it was stopped."""
 
 
 @contextlib.contextmanager

@@ -40,6 +40,7 @@ from flamewatch.querier.premerged import PreMergedTrees, whole_hours
 from flamewatch.querier.selection import Selection
 from flamewatch.querier.sources import LocalBlocks, PartialTree, TreeSource, combine
 from flamewatch.querier.symbolization import QuerySymbols, Symbolization
+from flamewatch.rpc.disconnect import caller_gone
 from flamewatch.rpc.errors import NotFoundError
 from flamewatch.storage import index
 from flamewatch.storage.frames import row_codes, run_codes
@@ -97,10 +98,10 @@ def _joined(a: Rows, b: Rows) -> Rows:
 
 
 def _bounded(method):
-    """Run an engine call within `--query.timeout` (see `deadline`)."""
+    """Run an engine call within `--query.timeout`, and until its HTTP caller goes away (see `deadline`)."""
     @functools.wraps(method)
     def run(self: Querier, *args, **kwargs):
-        with deadline.bounded(self.config.query_timeout_s):
+        with deadline.bounded(self.config.query_timeout_s, caller_gone()):
             return method(self, *args, **kwargs)
     return run
 

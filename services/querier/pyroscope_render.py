@@ -21,6 +21,7 @@ from flamewatch.querier import api, deadline
 from flamewatch.querier.engine import Points, Querier
 from flamewatch.querier.formats.flamegraph import render_flamegraph
 from flamewatch.rpc.auth import ReadTenant
+from flamewatch.rpc.disconnect import caller_gone
 from flamewatch.rpc.openapi import ERROR_RESPONSES
 
 MaxNodes = Annotated[int | None, Query(alias="max-nodes", description="nodes to keep")]
@@ -46,7 +47,8 @@ def router(q: Querier) -> APIRouter:
         average = _average(aggregation)
         step_s = timeline_step_s(lo, hi)
         groups = api.group_by(group_by)
-        with deadline.bounded(q.config.query_timeout_s):  # one request, one budget for its two engine calls
+        # one request, one budget for its two engine calls
+        with deadline.bounded(q.config.query_timeout_s, caller_gone()):
             merged = q.merge(tenant, query, lo, hi)
             totals = q.query_range(tenant, query, lo, hi, step_s * 10**9, groups, average=average)
         body = flamebearer(render_flamegraph(merged.tree, limit), merged.profile_type, "single")

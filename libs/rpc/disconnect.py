@@ -4,8 +4,8 @@ its deadline) checks as it goes, and gRPC calls it made on the request's behalf 
 
 ASGI tells a server's app that the client left only through `receive()`, which nothing reads once a
 request's body is in: the watch reads the body of a request it watches first (GET and HEAD requests, whose
-body is empty, and requests with a body of at most `MAX_BODY` bytes, such as Grafana's Connect queries),
-hands it to the app as it came, and then listens for the disconnect itself. Larger bodies (pushes of
+body is empty, and Grafana's Connect queries, `WATCHED_POSTS`, with a body of at most `MAX_BODY` bytes),
+hands it to the app as it came, and then listens for the disconnect itself. Other requests (pushes of
 profiles) pass through unwatched: their work is short, and their bytes are not held twice.
 """
 
@@ -17,6 +17,7 @@ import threading
 from contextvars import ContextVar
 
 MAX_BODY = 1 << 20
+WATCHED_POSTS = ("/querier.v1.",)  # queries sent with a body: Grafana's Connect calls
 
 _gone: ContextVar[threading.Event | None] = ContextVar("flamewatch_caller_gone", default=None)
 
@@ -75,6 +76,8 @@ class CallerWatch:
 def _watched(scope) -> bool:
     if scope["method"] in ("GET", "HEAD"):
         return True
+    if not scope["path"].startswith(WATCHED_POSTS):
+        return False
     for name, value in scope["headers"]:
         if name == b"content-length":
             return value.isdigit() and int(value) <= MAX_BODY

@@ -46,10 +46,12 @@ def server():
         gone = caller_gone()
         return {"watched": gone is not None, "gone": bool(gone and gone.is_set())}
 
-    @router.post("/api/echo")
     async def echo(request: Request, _: Authenticated) -> dict:
         body = await request.body()
         return {"bytes": len(body), "sha256": hashlib.sha256(body).hexdigest(), "watched": caller_gone() is not None}
+
+    router.post("/querier.v1.Echo")(echo)
+    router.post("/api/echo")(echo)
 
     sock = socket.create_server(("127.0.0.1", 0))
     server = uvicorn.Server(uvicorn.Config(build_app([router], ready=lambda: []), log_level="warning",
@@ -83,9 +85,12 @@ def test_a_caller_that_waits_gets_its_answer_unhindered(server) -> None:
     assert httpx.get(f"{url}/api/quick", timeout=10).json() == {"watched": True, "gone": False}
 
 
-@pytest.mark.parametrize(("size", "watched"), [(0, True), (70_000, True), (MAX_BODY + 1, False)])
-def test_request_bodies_reach_the_handler_intact(server, size: int, watched: bool) -> None:
+@pytest.mark.parametrize(("path", "size", "watched"), [
+    ("/querier.v1.Echo", 0, True), ("/querier.v1.Echo", 70_000, True), ("/querier.v1.Echo", MAX_BODY + 1, False),
+    ("/api/echo", 10, False),  # a push, say: not a query
+])
+def test_request_bodies_reach_the_handler_intact(server, path: str, size: int, watched: bool) -> None:
     url, _ = server
     body = bytes(range(256)) * (size // 256) + b"x" * (size % 256)
-    answer = httpx.post(f"{url}/api/echo", content=body, timeout=10).json()
+    answer = httpx.post(url + path, content=body, timeout=10).json()
     assert answer == {"bytes": size, "sha256": hashlib.sha256(body).hexdigest(), "watched": watched}

@@ -3,7 +3,7 @@
 protoc writes imports relative to the proto root ("from flamewatch.v1 import types_pb2"); the stubs
 live inside the installed package at flamewatch.api, so those imports are rewritten to
 "from flamewatch.api.flamewatch.v1 import types_pb2"; the same holds for Pyroscope's packages
-(types.v1, querier.v1, push.v1, google.v1). Usage: python proto/generate.py [OUT_DIR].
+(types.v1, querier.v1, push.v1, settings.v1, google.v1). Usage: python proto/generate.py [OUT_DIR].
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ PROTO_ROOT = Path(__file__).resolve().parent
 DEFAULT_OUT = PROTO_ROOT.parent / "libs" / "api"
 PACKAGE = "flamewatch.api"
 # Top-level proto packages of ours; google.v1 only, because google.protobuf is the runtime's own.
-IMPORT = re.compile(r"^(from|import) (perftools|flamewatch|types|querier|push|google\.v1)(\.|\s)", re.MULTILINE)
+IMPORT = re.compile(r"^(from|import) (perftools|flamewatch|types|querier|push|settings|google\.v1)(\.|\s)", re.MULTILINE)
 
 
 def generate(out: Path) -> None:

@@ -78,6 +78,7 @@ class Service:
     # method name -> a check of a JSON request as decoded JSON, run before protobuf's JSON parser, which
     # walks every value in Python: a method can refuse a body over its count limits before paying for it
     json_checks: Mapping[str, JsonCheck] = field(default_factory=dict)
+    actions: Mapping[str, Action] = field(default_factory=dict)  # method name -> its own action, if not `action`
     path: str = field(init=False)
 
     def __post_init__(self) -> None:
@@ -105,7 +106,7 @@ async def serve(service: Service, name: str, request: Request, caller: Caller = 
         codec = _codec(request.headers.get("content-type"))
         method = _method(service, name)
         _check_protocol_version(request.headers.get("connect-protocol-version"))
-        tenant = caller.tenant(service.action, request.headers.get(HEADER))
+        tenant = caller.tenant(service.actions.get(name, service.action), request.headers.get(HEADER))
         timeout_s = _timeout_s(request.headers.get("connect-timeout-ms"))
         body = await read_body(request, service.max_body_bytes)
         message = decode(codec, body, GetMessageClass(method.input_type), procedure, service.json_checks.get(name))

@@ -12,6 +12,7 @@
     Unauthenticated                   no or a wrong credential     UNAUTHENTICATED   401   401
     PermissionDenied                  a credential's scope refuses PERMISSION_DENIED 403   403
     NotFoundError                     nothing by that name         NOT_FOUND         404   404
+    AlreadyExistsError                a newer write is stored      ALREADY_EXISTS    409   409
     UnimplementedError                a method or encoding we lack UNIMPLEMENTED     501   501
     └── UnknownMethodError            no such method               UNIMPLEMENTED     404   404
     DeadlineExceededError             the client's deadline passed DEADLINE_EXCEEDED 504   504
@@ -48,6 +49,10 @@ ERRORS = Counter("flamewatch_request_errors", "Requests answered with an error, 
 
 class NotFoundError(LookupError):
     """The request names something that does not exist."""
+
+
+class AlreadyExistsError(Exception):
+    """What a request would write conflicts with what is stored (a newer value of a setting)."""
 
 
 class UnimplementedError(Exception):
@@ -113,6 +118,7 @@ _TABLE: list[tuple[type[BaseException], Status]] = [
     (UnsupportedFormatError, Status(grpc.StatusCode.INVALID_ARGUMENT, 415)),
     (ValueError, Status(grpc.StatusCode.INVALID_ARGUMENT, 400)),
     (NotFoundError, Status(grpc.StatusCode.NOT_FOUND, 404)),
+    (AlreadyExistsError, Status(grpc.StatusCode.ALREADY_EXISTS, 409)),
     (Unauthenticated, Status(grpc.StatusCode.UNAUTHENTICATED, 401)),
     (PermissionDenied, Status(grpc.StatusCode.PERMISSION_DENIED, 403)),
     (UnknownMethodError, Status(grpc.StatusCode.UNIMPLEMENTED, 404)),

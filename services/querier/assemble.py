@@ -17,15 +17,17 @@ from flamewatch.querier.paths import PathIndex
 from flamewatch.querier.pyroscope_render import router as render_router
 from flamewatch.querier.rest import router as rest_router
 from flamewatch.querier.service import register_grpc
+from flamewatch.querier.settings import router as settings_router
 from flamewatch.rpc.assembly import Assembly
 from flamewatch.storage.objstore import ObjectStore
 from flamewatch.storage.postgres import Database
 
 
 def routers(querier: Querier) -> list:
-    """Its HTTP routes: REST /api/v1 (incidents too), Connect (Grafana's datasource), Pyroscope's /pyroscope/render."""
+    """Its HTTP routes: REST /api/v1 (incidents too), Connect (Grafana's datasource, and the tenant settings
+    of its Profiles Drilldown app), Pyroscope's /pyroscope/render."""
     return [rest_router(querier), incidents_router(Incidents(querier.db)), connect_router(querier),
-            render_router(querier)]
+            settings_router(querier.db), render_router(querier)]
 
 
 def assemble(stack: contextlib.AsyncExitStack, config: QuerierConfig, store: ObjectStore, db: Database,

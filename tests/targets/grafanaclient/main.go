@@ -5,7 +5,8 @@
 // The calls follow Grafana's datasource: ProfileTypes, LabelNames and LabelValues with the selector as the
 // one matcher, then a query: SelectSeries (step in seconds, group_by, limit, aggregation) and
 // SelectMergeStacktraces (max_nodes), SelectMergeSpanProfile when span ids are given; then what the profiles
-// app adds: Series, SelectMergeProfile (pprof export), Diff and GetProfileStats.
+// app adds: Series, SelectMergeProfile (pprof export), Diff and GetProfileStats. The Profiles Drilldown
+// app's settings calls (SettingsGet, SettingsSet) are made when -calls names them (settings.go).
 package main
 
 import (
@@ -28,6 +29,8 @@ type options struct {
 	profileIDs                        []string
 	aggregation, tenant, bearerToken  string
 	basicAuth                         string
+	settingName, settingValue         string
+	settingModifiedAt                 int64
 	useJSON, sendGzip, tree, exemplar bool
 	timeout                           time.Duration
 }
@@ -58,6 +61,9 @@ func parseOptions() options {
 	flag.StringVar(&o.basicAuth, "basic-auth", "", "USER:PASSWORD, as the datasource's Basic authentication sends it")
 	flag.StringVar(&o.bearerToken, "bearer-token", "", "a token sent as Authorization: Bearer, as a datasource's "+
 		"custom Authorization header (or Forward OAuth Identity) sends it")
+	flag.StringVar(&o.settingName, "setting-name", "", "name of the setting SettingsSet writes")
+	flag.StringVar(&o.settingValue, "setting-value", "", "value of the setting SettingsSet writes")
+	flag.Int64Var(&o.settingModifiedAt, "setting-modified-at", 0, "modifiedAt (ms) SettingsSet sends; 0: unset")
 	flag.DurationVar(&o.timeout, "timeout", 60*time.Second, "timeout of each call")
 	flag.Parse()
 	o.groupBy, o.spanIDs, o.calls = splitList(groupBy), splitList(spans), splitList(calls)
@@ -96,8 +102,18 @@ type errorResponse struct {
 
 func main() {
 	o := parseOptions()
-	client := newClient(&http.Client{Transport: withHeaders(o)}, o)
+	httpClient := &http.Client{Transport: withHeaders(o)}
+	client := newClient(httpClient, o)
+	settings := newSettingsClient(httpClient, o)
 	var results []result
+	for _, name := range o.calls {
+		if call, ok := settingsCalls[name]; ok {
+			ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+			answer, err := call.run(ctx, settings, o)
+			cancel()
+			results = append(results, toResult(call.method, answer, err))
+		}
+	}
 	for _, call := range plannedCalls(o) {
 		ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 		answer, err := call.run(ctx, client, o)

@@ -1,0 +1,56 @@
+"""Grafana's Profiles Drilldown keeps its settings in Pyroscope's `settings.v1.SettingsService`: through
+the published Connect client (tests/targets/grafanaclient), a querier stores a tenant's setting, answers
+it to the next Get (and not to another tenant), refuses an older write with ALREADY_EXISTS as Pyroscope
+does, and stamps a setting sent without a time."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from e2e.cluster import Cluster
+from e2e.grafana import GrafanaClient
+from infra import gotargets
+
+pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.s3, pytest.mark.go]
+
+VALUE = '{"collapsedFlamegraphs":false,"maxNodes":16384,"enableFlameGraphDotComExport":true}'
+
+
+@pytest.fixture(scope="module")
+def client() -> GrafanaClient:
+    return GrafanaClient(gotargets.build("grafanaclient"))
+
+
+def settings_call(client: GrafanaClient, url: str, tenant: str, *args: str) -> dict:
+    now = time.time_ns() // 10**6
+    return client.run(url, now - 60_000, now, "-tenant", tenant, *args)
+
+
+def test_drilldown_keeps_its_settings_per_tenant(cluster: Cluster, client: GrafanaClient) -> None:
+    url = cluster.querier_url
+    assert settings_call(client, url, "drill-a", "-calls", "SettingsGet")["SettingsGet"] == []
+    stored = settings_call(client, url, "drill-a", "-calls", "SettingsSet", "-setting-name", "pluginSettings",
+                           "-setting-value", VALUE, "-setting-modified-at", "1000")["SettingsSet"]
+    assert stored == {"name": "pluginSettings", "value": VALUE, "modified_at": 1000}
+    assert settings_call(client, url, "drill-a", "-calls", "SettingsGet")["SettingsGet"] == [stored]
+    assert settings_call(client, url, "drill-b", "-calls", "SettingsGet")["SettingsGet"] == []
+
+    older = settings_call(client, url, "drill-a", "-calls", "SettingsSet", "-setting-name", "pluginSettings",
+                          "-setting-value", "{}", "-setting-modified-at", "999")["SettingsSet"]
+    assert older == {"error": {"code": "already_exists",
+                               "message": "failed to update pluginSettings: newer update already written"}}
+    assert settings_call(client, url, "drill-a", "-calls", "SettingsGet")["SettingsGet"] == [stored]
+
+    before = time.time_ns() // 10**6
+    stamped = settings_call(client, url, "drill-a", "-calls", "SettingsSet", "-setting-name", "pluginSettings",
+                            "-setting-value", "{}")["SettingsSet"]
+    assert stamped["value"] == "{}" and before <= stamped["modified_at"] <= time.time_ns() // 10**6
+    got = settings_call(client, url, "drill-a", "-json", "-calls", "SettingsGet")["SettingsGet"]  # JSON too
+    assert got == [stamped]
+
+
+def test_a_setting_without_a_name_is_refused(cluster: Cluster, client: GrafanaClient) -> None:
+    out = settings_call(client, cluster.querier_url, "drill-c", "-calls", "SettingsSet", "-setting-value", "x")
+    assert out["SettingsSet"]["error"]["code"] == "invalid_argument"
+    assert "a setting needs a name" in out["SettingsSet"]["error"]["message"]

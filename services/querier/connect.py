@@ -47,10 +47,13 @@ _SUM, _AVERAGE = types_pb2.TIME_SERIES_AGGREGATION_TYPE_SUM, types_pb2.TIME_SERI
 Method = Callable[[Querier, str, Message], Message]
 
 
-def time_range_ms(start_ms: int, end_ms: int) -> tuple[int, int]:
-    """A Pyroscope range in ms → ours in ns: an end of 0 is now, a start of 0 an hour before the end."""
+def time_range_ms(start_ms: int, end_ms: int, empty_is_all_time: bool = False) -> tuple[int, int]:
+    """A Pyroscope range in ms → ours in ns: an end of 0 is now, a start of 0 an hour before the end; with
+    `empty_is_all_time`, both 0 is all time (as Grafana's Profiles Drilldown lists every series)."""
     if start_ms < 0 or end_ms < 0:
         raise ValueError(f"start ({start_ms}) and end ({end_ms}) must be milliseconds since the epoch")
+    if empty_is_all_time and start_ms == end_ms == 0:
+        return 0, 2**63 - 1
     end = end_ms * _NS_PER_MS if end_ms else time.time_ns()
     start = start_ms * _NS_PER_MS if start_ms else end - _DEFAULT_SPAN_NS
     if start > end:
@@ -85,7 +88,7 @@ def _label_values(q: Querier, tenant: str, req: types_pb2.LabelValuesRequest) ->
 
 
 def _series(q: Querier, tenant: str, req: querier_pb2.SeriesRequest) -> Message:
-    found = q.series(tenant, list(req.matchers), *time_range_ms(req.start, req.end))
+    found = q.series(tenant, list(req.matchers), *time_range_ms(req.start, req.end, empty_is_all_time=True))
     return querier_pb2.SeriesResponse(labels_set=[types_pb2.Labels(labels=label_pairs(labels))
                                                   for labels in _label_sets(found, req.label_names)])
 

@@ -1,16 +1,20 @@
-"""Grafana's Profiles Drilldown keeps its settings in Pyroscope's `settings.v1.SettingsService`: through
-the published Connect client (tests/targets/grafanaclient), a querier stores a tenant's setting, answers
-it to the next Get (and not to another tenant), refuses an older write with ALREADY_EXISTS as Pyroscope
-does, and stamps a setting sent without a time."""
+"""What Grafana's Profiles Drilldown calls besides the datasource's calls. It keeps its settings in
+Pyroscope's `settings.v1.SettingsService`: through the published Connect client
+(tests/targets/grafanaclient), a querier stores a tenant's setting, answers it to the next Get (and not
+to another tenant), refuses an older write with ALREADY_EXISTS as Pyroscope does, and stamps a setting
+sent without a time. Its landing page lists the series of all time with a `Series` call of no range."""
 
 from __future__ import annotations
 
 import time
 
 import pytest
+from e2e.calls import HOUR_NS, ingest
 from e2e.cluster import Cluster
 from e2e.grafana import GrafanaClient
+from e2e.pushes import rewritten
 from infra import gotargets
+from infra.waiting import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.s3, pytest.mark.go]
 
@@ -54,3 +58,20 @@ def test_a_setting_without_a_name_is_refused(cluster: Cluster, client: GrafanaCl
     out = settings_call(client, cluster.querier_url, "drill-c", "-calls", "SettingsSet", "-setting-value", "x")
     assert out["SettingsSet"]["error"]["code"] == "invalid_argument"
     assert "a setting needs a name" in out["SettingsSet"]["error"]["message"]
+
+
+def test_a_series_call_of_no_range_lists_the_series_of_all_time(cluster: Cluster, go_profiles) -> None:
+    tenant = "drill-series"
+    old = time.time_ns() - 5 * HOUR_NS
+    r = ingest(cluster, tenant, {"service_name": "old-one"}, rewritten(go_profiles["cpu"], time_ns=old))
+    assert r.status_code == 200, r.text
+
+    def series(body: dict) -> list[str]:
+        r = cluster.http.post(f"{cluster.querier_url}/querier.v1.QuerierService/Series", json=body,
+                              headers={"X-Scope-OrgID": tenant})
+        assert r.status_code == 200, r.text
+        return sorted({pair["value"] for labels in r.json().get("labelsSet", []) for pair in labels["labels"]
+                       if pair["name"] == "service_name"})
+
+    wait_for(lambda: series({}) == ["old-one"], 30, "the old profile's series, asked with no range (all time)")
+    assert series({"end": time.time_ns() // 10**6}) == []  # an end alone: the hour before it

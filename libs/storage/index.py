@@ -19,6 +19,7 @@ import numpy as np
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
+from flamewatch.labels.names import DERIVED_LABELS, derived_label
 from flamewatch.labels.selector import Matcher
 from flamewatch.storage.keys import LEVEL_FLUSH
 from flamewatch.storage.postgres import Database, ensure_day_partition
@@ -265,13 +266,19 @@ def find_series(db: Database, tenant: str, matchers: Sequence[Matcher], start: i
         args.append(profile_type)
     # A NUL cannot be in a jsonb string (Postgres refuses the whole statement), nor so in a stored label:
     # such a matcher is left to the check below, where it matches nothing.
-    equal = {m.name: m.value for m in matchers if m.op == "=" and m.value and "\x00" not in m.value}
+    equal = {m.name: m.value for m in matchers
+             if m.op == "=" and m.value and "\x00" not in m.value and m.name not in DERIVED_LABELS}
     if equal:
         sql.append("AND labels @> %s::jsonb")  # served by the GIN index; the rest is checked below
         args.append(json.dumps(equal))
     with db.connection() as conn:
         rows = conn.execute(" ".join(sql) + " ORDER BY id", args).fetchall()
-    return [Series(i, labels) for i, labels in rows if all(m.matches(labels.get(m.name)) for m in matchers)]
+    return [Series(i, labels) for i, labels in rows if all(m.matches(_label(labels, m.name)) for m in matchers)]
+
+
+def _label(labels: dict[str, str], name: str) -> str | None:
+    """A stored label's value, or one Pyroscope derives from the stored ones (`names.DERIVED_LABELS`)."""
+    return derived_label(labels, name) if name in DERIVED_LABELS else labels.get(name)
 
 
 @dataclass(frozen=True, eq=False)

@@ -26,6 +26,7 @@ from flamewatch.api.google.v1 import profile_pb2
 from flamewatch.api.querier.v1 import querier_pb2
 from flamewatch.api.types.v1 import types_pb2
 from flamewatch.auth.caller import Action
+from flamewatch.labels.names import DERIVED_FROM, DERIVED_LABELS, derived_label
 from flamewatch.labels.selector import Matcher, Query, parse_selector
 from flamewatch.pprof.profile_types import ProfileType
 from flamewatch.querier import api
@@ -41,6 +42,7 @@ SERVICE = querier_pb2.DESCRIPTOR.services_by_name["QuerierService"]
 _NS_PER_MS = 10**6
 _DEFAULT_SPAN_NS = 3600 * 10**9  # as our APIs' default range
 _SPAN_LABEL = "span_id"
+_LEGACY_SPAN_LABEL = "profile_id"  # the span id's label in Pyroscope's first span profiles, which it still reads
 _SUM, _AVERAGE = types_pb2.TIME_SERIES_AGGREGATION_TYPE_SUM, types_pb2.TIME_SERIES_AGGREGATION_TYPE_AVERAGE
 
 # (querier, tenant, request) -> response; plain and blocking.
@@ -76,15 +78,23 @@ def _profile_types(q: Querier, tenant: str, req: querier_pb2.ProfileTypesRequest
 
 
 def _label_names(q: Querier, tenant: str, req: types_pb2.LabelNamesRequest) -> Message:
-    names = q.label_names(tenant, list(req.matchers), *time_range_ms(req.start, req.end))
-    return types_pb2.LabelNamesResponse(names=names)
+    """As `GET labels`, with the labels Pyroscope derives from the profile type and the service name
+    (`__type__`, `__unit__`, `__period_type__`, `__period_unit__`, `__service_name__`), as its LabelNames
+    lists them."""
+    names = set(q.label_names(tenant, list(req.matchers), *time_range_ms(req.start, req.end)))
+    names.update(derived for derived, stored in DERIVED_FROM.items() if stored in names)
+    return types_pb2.LabelNamesResponse(names=sorted(names))
 
 
 def _label_values(q: Querier, tenant: str, req: types_pb2.LabelValuesRequest) -> Message:
     if not req.name:
         raise ValueError("name: the label whose values to list is missing")
-    values = q.label_values(tenant, req.name, list(req.matchers), *time_range_ms(req.start, req.end))
-    return types_pb2.LabelValuesResponse(names=values)
+    span = time_range_ms(req.start, req.end)
+    if req.name not in DERIVED_LABELS:
+        return types_pb2.LabelValuesResponse(names=q.label_values(tenant, req.name, list(req.matchers), *span))
+    stored = DERIVED_FROM[req.name]
+    values = {derived_label({stored: v}, req.name) for v in q.label_values(tenant, stored, list(req.matchers), *span)}
+    return types_pb2.LabelValuesResponse(names=sorted(v for v in values if v is not None))
 
 
 def _series(q: Querier, tenant: str, req: querier_pb2.SeriesRequest) -> Message:
@@ -119,11 +129,20 @@ def query_text(profile_type_id: str, label_selector: str, extra: Sequence[Matche
     return str(Query(profile_type_id, (*matchers, *extra)))  # Query names a bad profile type
 
 
-def span_matcher(span_ids: Sequence[str]) -> Matcher:
-    """The sample matcher that keeps the samples of any of the spans."""
+def span_matcher(span_ids: Sequence[str], label: str = _SPAN_LABEL) -> Matcher:
+    """The sample matcher that keeps the samples of any of the spans, by the span's id in `label`."""
     if not span_ids:
         raise ValueError("span_selector is empty: give the span ids whose samples to merge")
-    return Matcher(_SPAN_LABEL, "=~", "|".join(re.escape(s) for s in span_ids))
+    return Matcher(label, "=~", "|".join(re.escape(s) for s in span_ids))
+
+
+def span_queries(profile_type_id: str, label_selector: str, span_ids: Sequence[str]) -> list[str]:
+    """The queries of the spans' samples: those whose `span_id` is one of them, and, as Pyroscope reads
+    them, those of clients that label the span `profile_id` instead (its canary, the older Go
+    otel-profiling package) and have no `span_id`. Disjoint, for `Querier.merge_any`."""
+    return [query_text(profile_type_id, label_selector, [span_matcher(span_ids)]),
+            query_text(profile_type_id, label_selector,
+                       [span_matcher(span_ids, _LEGACY_SPAN_LABEL), Matcher(_SPAN_LABEL, "=", "")])]
 
 
 def _max_nodes(q: Querier, requested: int | None) -> int:
@@ -138,7 +157,7 @@ def _optional(message, field: str) -> int | None:
 def _select_merge_stacktraces(q: Querier, tenant: str, req: querier_pb2.SelectMergeStacktracesRequest
                               ) -> querier_pb2.SelectMergeStacktracesResponse:
     extra = [span_matcher(req.span_selector)] if req.span_selector else []
-    text = query_text(req.profile_typeID, req.label_selector, extra)
+    text = query_text(req.profile_typeID, req.label_selector, extra)  # pprof: spans by `span_id` only
     start, end = time_range_ms(req.start, req.end)
     limit = _max_nodes(q, _optional(req, "max_nodes"))
     if req.format == querier_pb2.PROFILE_FORMAT_PPROF:
@@ -148,7 +167,9 @@ def _select_merge_stacktraces(q: Querier, tenant: str, req: querier_pb2.SelectMe
         _, body = q.pprof(tenant, text, start, end, None)
         return querier_pb2.SelectMergeStacktracesResponse(pprof=querier_pb2.PprofProfile(profile=_pprof_message(body)))
     profiles = parse_profile_ids(req.profile_id_selector) if req.profile_id_selector else None
-    merged = q.merge(tenant, text, start, end, profiles=profiles)
+    merged = (q.merge_any(tenant, span_queries(req.profile_typeID, req.label_selector, req.span_selector), start,
+                          end, profiles=profiles) if req.span_selector
+              else q.merge(tenant, text, start, end, profiles=profiles))
     if req.format == querier_pb2.PROFILE_FORMAT_TREE:
         return querier_pb2.SelectMergeStacktracesResponse(tree=encode_tree(merged.tree, limit))
     if req.format not in (querier_pb2.PROFILE_FORMAT_UNSPECIFIED, querier_pb2.PROFILE_FORMAT_FLAMEGRAPH):
@@ -159,8 +180,8 @@ def _select_merge_stacktraces(q: Querier, tenant: str, req: querier_pb2.SelectMe
 
 def _select_merge_span_profile(q: Querier, tenant: str, req: querier_pb2.SelectMergeSpanProfileRequest
                                ) -> querier_pb2.SelectMergeSpanProfileResponse:
-    text = query_text(req.profile_typeID, req.label_selector, [span_matcher(req.span_selector)])
-    merged = q.merge(tenant, text, *time_range_ms(req.start, req.end))
+    queries = span_queries(req.profile_typeID, req.label_selector, req.span_selector)
+    merged = q.merge_any(tenant, queries, *time_range_ms(req.start, req.end))
     limit = _max_nodes(q, _optional(req, "max_nodes"))
     if req.format == querier_pb2.PROFILE_FORMAT_TREE:
         return querier_pb2.SelectMergeSpanProfileResponse(tree=encode_tree(merged.tree, limit))

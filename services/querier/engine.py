@@ -279,6 +279,27 @@ class Querier:
         return self._merged(tenant, rows, sel, divisors, granularity, None if profiles is not None else (start, end))
 
     @_bounded
+    def merge_any(self, tenant: str, queries: Sequence[str], start: int, end: int, granularity: str = "functions",
+                  profiles: Sequence[tuple[int, int]] | None = None) -> Merged:
+        """The merge of the samples any of `queries` selects, which must select disjoint samples (one of
+        each pair's sample matchers excludes the other's): Pyroscope's span selections, whose samples carry
+        the span in `span_id` or, from older clients, in `profile_id`. The answer's `profiles` counts a
+        profile once for each query that holds some of its samples."""
+        symbols = self._symbols(tenant)
+        pieces, sel = [], None
+        for query in queries:
+            sel = self._select(tenant, query, start, end)
+            rows = index.profile_rows(self.db, [s.id for s in sel.series], start, end, block_order=True)
+            if profiles is not None:
+                rows = rows.take(np.flatnonzero(_is_one_of(rows, profiles)))
+            divisors = _gauge_divisors(rows) if sel.profile_type.is_gauge else None
+            pieces.append(self._read(tenant, rows, sel, divisors, granularity,
+                                     None if profiles is not None else (start, end), symbols))
+        if sel is None:
+            raise ValueError("merge_any needs at least one query")
+        return self._answer(sel, pieces, symbols)
+
+    @_bounded
     def changes(self, tenant: str, a: tuple[str, int, int], b: tuple[str, int, int],
                 settings: Settings = DEFAULT_SETTINGS, order: str = "self", granularity: str = "functions") -> Changes:
         """What changed from selection `a` (query, start, end) to `b`, function by function, each stored

@@ -14,15 +14,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from flamewatch.labels.names import SERIES_LABELS
+from flamewatch.labels.names import DERIVED_LABELS, SERIES_LABELS, with_derived
 from flamewatch.labels.selector import Matcher
 from flamewatch.pprof.profile_types import ProfileType
 from flamewatch.querier import deadline
 from flamewatch.storage.index import ProfileRows, Series
 
-# Labels every stored series has (the ingester sets them), so matchers on them never reach samples
-# and may be given to the index, whose GIN index serves them.
-ALWAYS_SERIES_LABELS = SERIES_LABELS
+# Labels every stored series has (the ingester sets them, or they derive from those: Pyroscope's
+# `__type__`, `__service_name__`...), so matchers on them never reach samples and may be given to the
+# index, whose GIN index serves the stored ones.
+ALWAYS_SERIES_LABELS = SERIES_LABELS | DERIVED_LABELS
 
 Filter = tuple[Matcher, ...]
 
@@ -67,10 +68,11 @@ def split(candidates: Sequence[Series], matchers: Sequence[Matcher], ptype: Prof
     series, series_filter = [], {}
     for s in candidates:  # one step per series, never per sample
         deadline.check()
-        own = [m for m in matchers if m.name in s.labels]
-        if not all(m.matches(s.labels[m.name]) for m in own):
+        labels = with_derived(s.labels) if any(m.name in DERIVED_LABELS for m in matchers) else s.labels
+        own = [m for m in matchers if m.name in labels]
+        if not all(m.matches(labels[m.name]) for m in own):
             continue
-        rest = tuple(m for m in matchers if m.name not in s.labels)
+        rest = tuple(m for m in matchers if m.name not in labels)
         series_filter[s.id] = index.setdefault(rest, len(filters))
         if series_filter[s.id] == len(filters):
             filters.append(rest)

@@ -75,3 +75,36 @@ def test_a_series_call_of_no_range_lists_the_series_of_all_time(cluster: Cluster
 
     wait_for(lambda: series({}) == ["old-one"], 30, "the old profile's series, asked with no range (all time)")
     assert series({"end": time.time_ns() // 10**6}) == []  # an end alone: the hour before it
+
+
+def test_the_labels_pyroscope_derives_are_listed_and_selectable(cluster: Cluster, go_profiles) -> None:
+    """Pyroscope's LabelNames lists `__type__`, `__unit__`, `__period_type__`, `__period_unit__` and
+    `__service_name__` (its canary's `query-label-names` probe expects them) and its selectors take them."""
+    tenant = "drill-derived"
+    now = time.time_ns()
+    for service, kind in (("derived-a", "cpu"), ("derived-b", "heap")):
+        r = ingest(cluster, tenant, {"service_name": service}, rewritten(go_profiles[kind], time_ns=now - 60 * 10**9))
+        assert r.status_code == 200, r.text
+    window = {"start": (now - HOUR_NS) // 10**6, "end": now // 10**6}
+
+    def call(method: str, body: dict) -> dict:
+        r = cluster.http.post(f"{cluster.querier_url}/querier.v1.QuerierService/{method}", json={**window, **body},
+                              headers={"X-Scope-OrgID": tenant})
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    names = wait_for(lambda: call("LabelNames", {}).get("names"), 30, "the tenant's label names")
+    assert {"__type__", "__unit__", "__period_type__", "__period_unit__", "__service_name__", "__name__",
+            "__profile_type__", "service_name"} <= set(names)
+    assert call("LabelValues", {"name": "__service_name__"})["names"] == ["derived-a", "derived-b"]
+    assert {"cpu", "inuse_space"} <= set(call("LabelValues", {"name": "__type__"})["names"])
+    assert call("LabelValues", {"name": "__period_unit__", "matchers": ['{service_name="derived-a"}']})["names"] \
+        == ["nanoseconds"]
+    # selectors take them: the series of one service, by its copy; and of CPU profiles, by their type
+    by_copy = call("Series", {"matchers": ['{__service_name__="derived-b"}']})["labelsSet"]
+    assert {p["value"] for s in by_copy for p in s["labels"] if p["name"] == "service_name"} == {"derived-b"}
+    by_unit = call("Series", {"matchers": ['{__type__="cpu", __unit__="nanoseconds"}']})["labelsSet"]
+    assert {p["value"] for s in by_unit for p in s["labels"] if p["name"] == "service_name"} == {"derived-a"}
+    flame = call("SelectMergeStacktraces", {"profile_typeID": "process_cpu:cpu:nanoseconds:cpu:nanoseconds",
+                                            "label_selector": '{__service_name__="derived-a"}'})
+    assert int(flame["flamegraph"]["total"]) > 0

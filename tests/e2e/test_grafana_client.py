@@ -36,6 +36,8 @@ GRAFANA_ORDER = ["ProfileTypes", "LabelNames", "LabelValues", "SelectSeries", "S
 # (stack, leaf first; cpu nanoseconds; span id) of service "api"
 SPAN_SAMPLES = [(["login", "serve", "main"], 100, "a1"), (["login", "serve", "main"], 50, "a2"),
                 (["home", "serve", "main"], 30, "b1")]
+# ... and one labelled as Pyroscope's canary and the older Go otel-profiling package label a span: profile_id
+LEGACY_SPAN_SAMPLES = [(["home", "serve", "main"], 7, "c1")]
 
 
 @dataclass(frozen=True)
@@ -72,9 +74,10 @@ def span_profile(time_ns: int) -> bytes:
     for name, i in ids.items():
         p.function.add(id=i, name=s(name), system_name=s(name), filename=s("api.go"))
         p.location.add(id=i, address=0x1000 * i).line.add(function_id=i, line=i)
-    for stack, value, span in SPAN_SAMPLES:
-        sample = p.sample.add(location_id=[ids[n] for n in stack], value=[value])
-        sample.label.add(key=s("span_id"), str=s(span))
+    for key, samples in (("span_id", SPAN_SAMPLES), ("profile_id", LEGACY_SPAN_SAMPLES)):
+        for stack, value, span in samples:
+            sample = p.sample.add(location_id=[ids[n] for n in stack], value=[value])
+            sample.label.add(key=s(key), str=s(span))
     return gzip.compress(p.SerializeToString())
 
 
@@ -195,6 +198,15 @@ def test_span_profile_merges_only_the_spans_samples(client: GrafanaClient, clust
     ours = rest_flamegraph(cluster, CPU + '{service_name="api", span_id=~"a1|a2"}', rest_range(loaded))
     assert fg["total"] == ours["total"] == 150
     assert self_by_name(fg).get("home", 0) == 0  # b1's sample is not in a1 or a2
+
+
+def test_a_span_labelled_profile_id_is_found_as_pyroscope_finds_it(client: GrafanaClient, cluster: Cluster,
+                                                                    loaded: Loaded):
+    for spans, total, functions in (("c1", 7, {"home"}), ("a2,c1", 57, {"home", "login"})):
+        fg = run(client, cluster, loaded, "-selector", '{service_name="api"}', "-span-ids", spans,
+                 "-calls", "SelectMergeSpanProfile")["SelectMergeSpanProfile"]
+        assert fg["total"] == total, (spans, fg)
+        assert {n for n, v in self_by_name(fg).items() if v} == functions
 
 
 def test_series_group_by_and_limit(client: GrafanaClient, cluster: Cluster, loaded: Loaded):
@@ -325,7 +337,7 @@ def test_render_answers_our_flamegraph_and_timeline(cluster: Cluster, loaded: Lo
 def test_render_groups_by_a_label(cluster: Cluster, loaded: Loaded):
     body = render(cluster, "render", {"query": CPU + "{}", **rest_range(loaded), "groupBy": "service_name"})
     assert sorted(body["groups"]) == ["api", "workload"]
-    assert sum(body["groups"]["api"]["samples"]) == 180
+    assert sum(body["groups"]["api"]["samples"]) == sum(v for _, v, _ in SPAN_SAMPLES + LEGACY_SPAN_SAMPLES)
 
 
 def test_render_diff_answers_our_diff(cluster: Cluster, loaded: Loaded):

@@ -110,7 +110,9 @@ def test_the_python_sdk_pushes_its_hot_function_and_the_label_methods_see_it(pyr
     assert CPU in [t["ID"] for t in types]
     selector = f'{{service_name="{app}"}}'
     names = _query(pyro, "LabelNames", {"matchers": [selector], **window}, tenant)["names"]
-    assert names == rest(pyro, "/labels", tenant, {"match[]": selector, **rest_window})["data"]
+    # ... and the labels Pyroscope derives from the profile type and service name, as its LabelNames does
+    derived = {"__type__", "__unit__", "__period_type__", "__period_unit__", "__service_name__"}
+    assert names == sorted({*rest(pyro, "/labels", tenant, {"match[]": selector, **rest_window})["data"], *derived})
     assert {"service_name", "sdk", "otel_scope_name", "process_runtime_name"} <= set(names)
     # As the README says: push.v1 carries no spy name (Pyroscope adds pyroscope_spy only from /ingest's
     # spyName); the SDK names itself in otel.scope.name.

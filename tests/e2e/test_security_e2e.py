@@ -52,7 +52,7 @@ from flamewatch.selfprofile.routes import router as profiling_router
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.s3]
 
 TEAM_A, TEAM_B = "team-a", "team-b"
-PASSWORDS = {"alice": "alice-pw", "bob": "bob-pw"}
+PASSWORDS = {"alice": "alice-pw", "bob": "bob-pw", "carol": "carol-pw"}
 ADMIN_TOKEN = "admin-token-0123456789abcdef"
 
 
@@ -61,6 +61,7 @@ def _basic(user: str, password: str) -> str:
 
 
 ALICE, BOB = _basic("alice", PASSWORDS["alice"]), _basic("bob", PASSWORDS["bob"])
+CAROL = _basic("carol", PASSWORDS["carol"])  # reads team-a, writes nothing
 WRONG = _basic("alice", "not-the-password")
 
 
@@ -76,6 +77,7 @@ bearer_tokens:
 access:
   alice: {{read: [{TEAM_A}], write: [{TEAM_A}]}}
   bob: {{read: [{TEAM_B}], write: [{TEAM_B}]}}
+  carol: {{read: [{TEAM_A}]}}
   ops: {{admin: true}}
 """)
     service = Service("all", "secured-all", e2e_storage, workdir / "all.log",
@@ -103,6 +105,8 @@ def _http_routes() -> list[tuple[str, str]]:
         path = re.sub(r"\{(\w+)(:\w+)?\}", lambda m: filled[m.group(1)], path)
         if path.startswith("/querier.v1."):
             path = path.replace("/Push", "/LabelNames")
+        if path.startswith("/settings.v1."):
+            path = path.replace("/Push", "/Get")
         out.extend((method, path) for method in sorted(route.methods - {"HEAD"}))
     return out
 
@@ -131,6 +135,8 @@ def _body(method: str, path: str) -> tuple[bytes, dict[str, str]]:
     if path == "/api/v1/events":
         event = {"kind": "oom_kill", "time": time.time_ns(), "labels": {"service_name": "sneaky"}}
         return json.dumps({"events": [event]}).encode(), {"content-type": "application/json"}
+    if path.startswith("/settings.v1."):
+        return b"", {"content-type": "application/proto", "connect-protocol-version": "1"}  # an empty Get
     if path.startswith("/querier.v1."):
         method = querier_pb2.DESCRIPTOR.services_by_name["QuerierService"].methods_by_name["LabelNames"]
         return GetMessageClass(method.input_type)().SerializeToString(), {"content-type": "application/proto",
@@ -142,6 +148,7 @@ def test_every_route_is_tried():
     paths = {path for _, path in HTTP_ROUTES}
     assert {"/ingest", "/api/v1/query", "/api/v1/tenants", "/metrics", "/debug/pprof/profile", "/-/reload",
             "/push.v1.PusherService/Push", "/querier.v1.QuerierService/LabelNames", "/pyroscope/render",
+            "/settings.v1.SettingsService/Get",
             "/v1development/profiles"} <= paths
     assert len(HTTP_ROUTES) >= 20
 
@@ -163,6 +170,19 @@ def test_http_as_a_user_of_another_tenant_is_403(secured: Service, method, path)
     answer = httpx.request(method, secured.url + path, content=body, timeout=30,
                            headers={**headers, "authorization": BOB, "x-scope-orgid": TEAM_A})
     assert answer.status_code == 403, answer.text
+
+
+def test_a_reader_reads_the_tenant_settings_and_only_a_writer_sets_them(secured: Service):
+    def call(method: str, who: str, body: dict) -> httpx.Response:
+        return httpx.post(f"{secured.url}/settings.v1.SettingsService/{method}", json=body, timeout=30,
+                          headers={"authorization": who, "x-scope-orgid": TEAM_A})
+
+    setting = {"setting": {"name": "pluginSettings", "value": "{}", "modifiedAt": "5"}}
+    assert call("Set", CAROL, setting).status_code == 403
+    assert call("Set", ALICE, setting).status_code == 200
+    got = call("Get", CAROL, {})
+    assert got.status_code == 200 and got.json()["settings"] == [{"name": "pluginSettings", "value": "{}",
+                                                                 "modifiedAt": "5"}]
 
 
 def test_the_tenant_list_is_the_callers_own(secured: Service):

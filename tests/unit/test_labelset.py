@@ -139,3 +139,13 @@ def test_parse_label_args_errors(items: list[str], message: str) -> None:
 
 def test_parse_label_args_accepts_any_iterable() -> None:
     assert parse_label_args(item for item in ["a=1"]) == {"a": "1"}
+
+
+def test_pyroscopes_derived_labels_are_parts_of_the_profile_type_and_a_copy_of_the_service():
+    from flamewatch.labels.names import with_derived
+
+    stored = {"service_name": "api", "__profile_type__": "process_cpu:cpu:nanoseconds:cpu:nanoseconds"}
+    assert with_derived(stored) == {**stored, "__type__": "cpu", "__unit__": "nanoseconds", "__period_type__": "cpu",
+                                    "__period_unit__": "nanoseconds", "__service_name__": "api"}
+    assert with_derived({"job": "x"}) == {"job": "x"}  # nothing to derive from
+    assert with_derived({"__profile_type__": "not-a-type"}) == {"__profile_type__": "not-a-type"}

@@ -49,3 +49,14 @@ def test_matches_many_agrees_with_matches(text):
     values = np.array(["x", "", "xy", "X", "y", "x"], object)
     assert matcher.matches_many(values).tolist() == [matcher.matches(v) for v in values.tolist()]
     assert matcher.matches_many(np.zeros(0, object)).tolist() == []
+
+
+def test_the_labels_pyroscope_derives_select_series_and_never_reach_samples():
+    cpu = Series(5, {"service_name": "api", "__name__": "process_cpu", "__profile_type__": CPU.id})
+    heap = Series(6, {"service_name": "web", "__name__": "memory",
+                      "__profile_type__": "memory:inuse_space:bytes:space:bytes"})
+    sel = selection.split([cpu, heap], parse_selector('{__type__="cpu", __period_unit__="nanoseconds"}'), CPU)
+    assert [s.id for s in sel.series] == [5] and not sel.by_samples
+    sel = selection.split([cpu, heap], parse_selector('{__service_name__=~"web|db", __unit__="bytes"}'), CPU)
+    assert [s.id for s in sel.series] == [6] and not sel.by_samples
+    assert all(m.name in selection.ALWAYS_SERIES_LABELS for m in parse_selector('{__type__="cpu"}'))

@@ -271,12 +271,8 @@ class Querier:
             split = self._split(tenant, query, sel, start, end, granularity)
             if split is not None:
                 return split
-        # in block order: a merge adds exactly (integers, gauges' exact shares), so any set order will do
-        rows = index.profile_rows(self.db, [s.id for s in sel.series], start, end, block_order=True)
-        if profiles is not None:
-            rows = rows.take(np.flatnonzero(_is_one_of(rows, profiles)))
-        divisors = _gauge_divisors(rows) if sel.profile_type.is_gauge else None
-        return self._merged(tenant, rows, sel, divisors, granularity, None if profiles is not None else (start, end))
+        symbols = self._symbols(tenant)
+        return self._answer(sel, [self._selected(tenant, sel, start, end, granularity, profiles, symbols)], symbols)
 
     @_bounded
     def merge_any(self, tenant: str, queries: Sequence[str], start: int, end: int, granularity: str = "functions",
@@ -285,19 +281,23 @@ class Querier:
         each pair's sample matchers excludes the other's): Pyroscope's span selections, whose samples carry
         the span in `span_id` or, from older clients, in `profile_id`. The answer's `profiles` counts a
         profile once for each query that holds some of its samples."""
-        symbols = self._symbols(tenant)
-        pieces, sel = [], None
-        for query in queries:
-            sel = self._select(tenant, query, start, end)
-            rows = index.profile_rows(self.db, [s.id for s in sel.series], start, end, block_order=True)
-            if profiles is not None:
-                rows = rows.take(np.flatnonzero(_is_one_of(rows, profiles)))
-            divisors = _gauge_divisors(rows) if sel.profile_type.is_gauge else None
-            pieces.append(self._read(tenant, rows, sel, divisors, granularity,
-                                     None if profiles is not None else (start, end), symbols))
-        if sel is None:
+        if not queries:
             raise ValueError("merge_any needs at least one query")
-        return self._answer(sel, pieces, symbols)
+        symbols = self._symbols(tenant)
+        selections = [self._select(tenant, query, start, end) for query in queries]
+        return self._answer(selections[-1], [self._selected(tenant, sel, start, end, granularity, profiles, symbols)
+                                             for sel in selections], symbols)
+
+    def _selected(self, tenant: str, sel: Selection, start: int, end: int, granularity: str,
+                  profiles: Sequence[tuple[int, int]] | None, symbols: QuerySymbols | None) -> Piece:
+        """The selection merged here over the range; with `profiles`, only those (series id, time) pairs."""
+        # in block order: a merge adds exactly (integers, gauges' exact shares), so any set order will do
+        rows = index.profile_rows(self.db, [s.id for s in sel.series], start, end, block_order=True)
+        if profiles is not None:
+            rows = rows.take(np.flatnonzero(_is_one_of(rows, profiles)))
+        divisors = _gauge_divisors(rows) if sel.profile_type.is_gauge else None
+        return self._read(tenant, rows, sel, divisors, granularity, None if profiles is not None else (start, end),
+                          symbols)
 
     @_bounded
     def changes(self, tenant: str, a: tuple[str, int, int], b: tuple[str, int, int],
@@ -331,7 +331,8 @@ class Querier:
     def nearest(self, tenant: str, query: str, time_ns: int, granularity: str = "functions") -> Merged:
         sel = self._select(tenant, query, *_ALL_TIME)
         rows = index.nearest_profile(self.db, [s.id for s in sel.series], time_ns)
-        return self._merged(tenant, rows, sel, None, granularity, None)
+        symbols = self._symbols(tenant)
+        return self._answer(sel, [self._read(tenant, rows, sel, None, granularity, None, symbols)], symbols)
 
     @_bounded
     def pprof(self, tenant: str, query: str, start: int, end: int, time_ns: int | None) -> tuple[Merged, bytes]:
@@ -369,13 +370,6 @@ class Querier:
             raise NotFoundError(f'unknown profile type "{q.profile_type}"; stored types are: {listing}')
         return ProfileType.parse(q.profile_type)
 
-    def _merged(self, tenant: str, rows: ProfileRows, sel: Selection, divisors: np.ndarray | None,
-                granularity: str, span: tuple[int, int] | None) -> Merged:
-        """The merge of the rows, each divided by its divisor (None: none is); with `span`, the range they
-        are every profile of, the whole hours in it are read from pre-merged trees where blocks have them."""
-        symbols = self._symbols(tenant)
-        return self._answer(sel, [self._read(tenant, rows, sel, divisors, granularity, span, symbols)], symbols)
-
     def _symbols(self, tenant: str) -> QuerySymbols | None:
         return self.symbolization.for_query(tenant) if self.symbolization is not None else None
 
@@ -391,7 +385,9 @@ class Querier:
 
     def _read(self, tenant: str, rows: ProfileRows, sel: Selection, divisors: np.ndarray | None, granularity: str,
               span: tuple[int, int] | None, symbols: QuerySymbols | None) -> Piece:
-        """The rows merged here (`_merged`), within the tenant's cost limit."""
+        """The rows merged here, each divided by its divisor (None: none is), within the tenant's cost limit;
+        with `span`, the range they are every profile of, the whole hours in it are read from pre-merged
+        trees where blocks have them."""
         weights = None if divisors is None else 1.0 / divisors
         r, objects = self._rows_and_objects(tenant, rows, sel, weights, divisors)
         by_tree = self._by_tree(rows, r.row_filter, objects, span)

@@ -24,6 +24,10 @@ log = logging.getLogger(__name__)
 # At a stop, requests in flight get this long to finish (gRPC calls too); then they are cancelled and
 # the process stops. Pushes not answered by then were not acknowledged, so their clients send them again.
 GRACEFUL_STOP_S = 5.0
+# An idle HTTP connection stays open this long: longer than clients keep theirs (Go's 90 s, Grafana's and
+# the SDKs'; httpx's 5 s), so a client never sends a request on a connection the server is just closing
+# ("server disconnected without sending a response"). Uvicorn's own 5 s equals httpx's and raced it.
+KEEP_ALIVE_S = 120
 
 
 async def serve(listeners: Listeners, app: FastAPI, register_grpc,
@@ -75,7 +79,7 @@ def _http_config(app: FastAPI, listeners: Listeners) -> uvicorn.Config:
     from flamewatch.rpc.https import http_protocol
 
     return uvicorn.Config(app, log_level="warning", lifespan="off", http=http_protocol(listeners.tls),
-                          timeout_graceful_shutdown=GRACEFUL_STOP_S)
+                          timeout_keep_alive=KEEP_ALIVE_S, timeout_graceful_shutdown=GRACEFUL_STOP_S)
 
 
 async def _started(http: uvicorn.Server, task: asyncio.Task) -> None:

@@ -20,7 +20,8 @@ PROTO_ROOT = Path(__file__).resolve().parent
 DEFAULT_OUT = PROTO_ROOT.parent / "libs" / "api"
 PACKAGE = "flamewatch.api"
 # Top-level proto packages of ours; google.v1 only, because google.protobuf is the runtime's own.
-IMPORT = re.compile(r"^(from|import) (perftools|flamewatch|types|querier|push|settings|google\.v1)(\.|\s)", re.MULTILINE)
+IMPORT = re.compile(r"^(from|import) (perftools|flamewatch|types|querier|push|settings|google\.v1)(\.|\s)",
+                    re.MULTILINE)
 
 
 def generate(out: Path) -> None:

@@ -1,13 +1,16 @@
 // The page: state from the URL, the header with its tenant picker, the query bar, and the view it names
-// (explore, compare, what changed, targets, incidents).
+// (explore, labels, compare, what changed, targets, incidents). Before the first profile is stored it asks
+// again every few seconds, so a page opened early fills in when data lands.
 
 import { useCallback, useEffect, useMemo, useState } from "react";
 import { api, exactSelector, setTenant } from "./api/client";
 import type { ProfileType } from "./api/types";
 import { ChangesPage } from "./components/ChangesPage";
 import { ComparePage } from "./components/ComparePage";
+import { CopyLinkButton } from "./components/CopyLinkButton";
 import { ExplorePage } from "./components/ExplorePage";
 import { IncidentsPage } from "./components/IncidentsPage";
+import { LabelsPage } from "./components/LabelsPage";
 import { RangePicker } from "./components/RangePicker";
 import { SelectorInput } from "./components/SelectorInput";
 import { Empty, ErrorBox, Spinner } from "./components/Status";
@@ -23,8 +26,10 @@ const REFRESH_MS: Record<string, number> = { "10s": 10e3, "30s": 30e3, "1m": 60e
 const PREFERRED_TYPE = "process_cpu:cpu:nanoseconds:cpu:nanoseconds";
 // Flamewatch profiles itself; a first visit opens another service (the program being watched) when there is one.
 const SELF_SERVICE = "flamewatch";
-const VIEW_NAMES: [View, string][] = [["single", "Explore"], ["compare", "Compare"], ["changes", "What changed"],
-  ["targets", "Targets"], ["incidents", "Incidents"]];
+const VIEW_NAMES: [View, string][] = [["single", "Explore"], ["labels", "Labels"], ["compare", "Compare"],
+  ["changes", "What changed"], ["targets", "Targets"], ["incidents", "Incidents"]];
+// How often the page loads again while no profile is stored yet.
+const FIRST_PROFILE_POLL_MS = 5e3;
 
 function useUrlState(): [UiState, (patch: Partial<UiState>, replace?: boolean) => void] {
   const [state, setState] = useState(() => parseState(window.location.search));
@@ -70,7 +75,17 @@ function useTick(refresh: string): [number, () => void] {
     const timer = setInterval(() => setTick((t) => t + 1), ms);
     return () => clearInterval(timer);
   }, [refresh]);
-  return [tick, () => setTick((t) => t + 1)];
+  const again = useCallback(() => setTick((t) => t + 1), []);
+  return [tick, again];
+}
+
+/** Calls `fn` every `ms` milliseconds; null for not now. */
+function useInterval(ms: number | null, fn: () => void) {
+  useEffect(() => {
+    if (ms === null) return;
+    const timer = setInterval(fn, ms);
+    return () => clearInterval(timer);
+  }, [ms, fn]);
 }
 
 export function App() {
@@ -91,6 +106,7 @@ export function App() {
           ))}
         </nav>
         <span className="spacer" />
+        <CopyLinkButton />
         <TenantPicker tenants={tenants.data ?? []} value={state.tenant} onChange={(t) => update(switchTenant(state, t))} />
         <button type="button" onClick={toggleTheme} aria-label="toggle dark mode" title="light / dark">
           {theme === "dark" ? "☀ Light" : "☾ Dark"}
@@ -114,11 +130,13 @@ function Workspace({ state, update, theme, tick, refresh }: WorkspaceProps) {
   const range = { from: state.from, until: state.until };
   const types = useApi((s) => api.profileTypes({ from: "now-7d", until: "now" }, s), `types|${tick}`);
   const sorted = useMemo(() => sortTypes(types.data ?? []), [types.data]);
+  useInterval(types.data?.length === 0 ? FIRST_PROFILE_POLL_MS : null, refresh);
   const type: ProfileType | null = sorted.find((t) => t.id === state.type) ?? parseTypeId(state.type);
   const typeMatch = type ? exactSelector({ __profile_type__: type.id }) : "";
   const labelNames = useApi((s) => api.labelNames(typeMatch, range, s), `${typeMatch}|${range.from}|${range.until}`);
   // the views that need a profile type
-  const profiles = state.view === "single" || state.view === "compare" || state.view === "changes";
+  const profiles = state.view === "single" || state.view === "compare" || state.view === "changes"
+    || state.view === "labels";
 
   // A first visit picks CPU and a service for the user; the URL then says what was picked. Not on the
   // Incidents page: a service picked there would filter its list.
@@ -157,11 +175,11 @@ function Workspace({ state, update, theme, tick, refresh }: WorkspaceProps) {
               </select>
             </label>
           )}
-          {(state.view === "single" || state.view === "incidents" || state.view === "changes") && (
+          {(state.view === "single" || state.view === "labels" || state.view === "incidents" || state.view === "changes") && (
             <SelectorInput id="selector" value={state.selector} profileType={profiles ? type?.id ?? "" : ""} range={range}
               onChange={(selector) => update({ selector, selFrom: "", selUntil: "", time: "", ...(state.view === "changes" ? { a: "", b: "" } : {}) })} />
           )}
-          {(state.view === "single" || state.view === "incidents") && (
+          {(state.view === "single" || state.view === "labels" || state.view === "incidents") && (
             <>
               <RangePicker idPrefix="range" from={state.from} until={state.until}
                 onChange={(from, until) => update({ from, until, selFrom: "", selUntil: "", time: "" })} />
@@ -184,13 +202,16 @@ function Workspace({ state, update, theme, tick, refresh }: WorkspaceProps) {
           <ErrorBox title={state.tenant ? `Tenant “${state.tenant}” could not be read` : "The profile types could not be loaded"}
             message={types.error} />
         )}
-        {profiles && !type && types.loading && <Spinner label="Loading profile types…" />}
+        {profiles && !type && types.loading && !types.data && <Spinner label="Loading profile types…" />}
         {profiles && !type && types.data?.length === 0 && (
           <Empty>No profiles stored in the last 7 days yet. Scrapes land within a scrape interval: check <a href="?view=targets">Targets</a>.</Empty>
         )}
         {state.view === "single" && type && (
           <ExplorePage state={state} type={type} labelNames={(labelNames.data ?? []).filter((n) => !n.startsWith("__"))}
             tick={tick} theme={theme} update={update} />
+        )}
+        {state.view === "labels" && type && (
+          <LabelsPage state={state} type={type} labelNames={labelNames} tick={tick} theme={theme} update={update} />
         )}
         {state.view === "changes" && type && (
           <ChangesPage state={state} type={type} labelNames={(labelNames.data ?? []).filter((n) => !n.startsWith("__"))}

@@ -124,7 +124,7 @@ async function getJson<T>(path: string, params: Params, signal?: AbortSignal): P
 }
 
 /** Saves a blob as a file, as a download link would (a link cannot send the tenant header). */
-function saveFile(blob: Blob, fileName: string): void {
+export function saveFile(blob: Blob, fileName: string): void {
   const url = URL.createObjectURL(blob);
   const link = document.createElement("a");
   link.href = url;

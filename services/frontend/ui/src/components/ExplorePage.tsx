@@ -11,7 +11,7 @@ import { nsToMs } from "../state/evidence";
 import { compareSides } from "../state/compare";
 import type { UiState } from "../state/url";
 import { describeRange, formatLocal, resolveTime } from "../state/time";
-import { FlamegraphView, MaxNodesControl } from "./FlamegraphView";
+import { FlamegraphView, MaxNodesControl, type FlameOptions } from "./FlamegraphView";
 import { Empty, ErrorBox, Spinner } from "./Status";
 import { Timeline, type TimelineMarker } from "./Timeline";
 import { useApi } from "./useApi";
@@ -39,6 +39,8 @@ export function ExplorePage({ state, type, labelNames, tick, theme, update }: Pr
   const markers = useIncidentMarkers(range, state.selector, tick);
   const onSearch = useCallback((search: string) => update({ search }), [update]);
   const onFocus = useCallback((focus: string) => update({ focus }), [update]);
+  const onOptions = useCallback((patch: Partial<FlameOptions>) => update(patch), [update]);
+  const options: FlameOptions = { orientation: state.orientation, invert: state.invert, panes: state.panes, sandwich: state.sandwich };
   const [downloadError, setDownloadError] = useState<string | null>(null);
   // Fetched rather than followed, so the download reads the picked tenant too (a link sends no header).
   const download = (e: React.MouseEvent) => {
@@ -113,7 +115,7 @@ export function ExplorePage({ state, type, labelNames, tick, theme, update }: Pr
         )}
         {flame.data && flame.data.profiles > 0 && (
           <FlamegraphView data={flame.data.flamegraph} unit={type.sample_unit} search={state.search} onSearch={onSearch}
-            focus={state.focus} onFocus={onFocus} theme={theme} />
+            focus={state.focus} onFocus={onFocus} theme={theme} options={options} onOptions={onOptions} fileName={type.name} />
         )}
       </section>
     </>

@@ -1,6 +1,7 @@
-// Totals of the matching profiles over time (query_range), drawn with uPlot: hover shows values, a drag
-// selects a range to merge, a click on a point opens that single profile. Events (incidents) are marked
-// on the time axis: a small button each, its tooltip saying what happened, a click opening it.
+// Totals of the matching profiles over time (query_range), drawn with uPlot on a y axis from zero: hover
+// shows values, a drag selects a range to merge, a click on a point opens that single profile. Events
+// (incidents) are marked on the time axis: a small button each, its tooltip saying what happened, a click
+// opening it.
 
 import { useEffect, useRef } from "react";
 import uPlot from "uplot";
@@ -16,7 +17,8 @@ interface Props {
   untilMs: number;
   selection: [number, number] | null;
   onSelect: (fromMs: number, untilMs: number) => void;
-  onPoint: (ms: number) => void;
+  /** A click on a point; without it a click does nothing. */
+  onPoint?: (ms: number) => void;
   theme: "light" | "dark";
   markers?: TimelineMarker[];
   onMarker?: (id: string) => void;
@@ -32,6 +34,19 @@ export interface TimelineMarker {
 }
 
 const COLORS = ["#e8743b", "#3b8ee8", "#19a979", "#945ecf", "#ed4a7b", "#13a4b4", "#bf399e", "#6c8893"];
+
+/** How many series get a colour of their own; the next ones repeat them. */
+export const COLOR_COUNT = COLORS.length;
+
+export function seriesColor(i: number): string {
+  return COLORS[i % COLORS.length];
+}
+
+/** The y scale from zero to a little above the largest point: totals are amounts, and an axis fitted
+ * to the data would make a steady program's small wiggles look like swings. */
+export function zeroBasedRange(_u: uPlot, _min: number | null, max: number | null): uPlot.Range.MinMax {
+  return uPlot.rangeNum(0, max ?? 0, 0.1, true);
+}
 
 /** Series on one shared x axis (seconds, as uPlot wants), gaps where a series has no point. */
 export function alignSeries(series: Series[]): uPlot.AlignedData {
@@ -66,12 +81,12 @@ export function Timeline({ series, unit, fromMs, untilMs, selection, onSelect, o
     const opts: uPlot.Options = {
       width: el.clientWidth,
       height: 180,
-      scales: { x: { time: true, range: () => [fromMs / 1000, untilMs / 1000] } },
+      scales: { x: { time: true, range: () => [fromMs / 1000, untilMs / 1000] }, y: { range: zeroBasedRange } },
       series: [
         {},
         ...series.map((s, i) => ({
           label: seriesName(s.labels),
-          stroke: COLORS[i % COLORS.length],
+          stroke: seriesColor(i),
           fill: series.length === 1 ? `${COLORS[0]}33` : undefined,
           width: 1.5,
           points: { show: true, size: 5 },
@@ -82,6 +97,12 @@ export function Timeline({ series, unit, fromMs, untilMs, selection, onSelect, o
       cursor: { drag: { x: true, y: false, setScale: false } },
       legend: { live: true },
       hooks: {
+        // The y scale as drawn, for readers of the page (the axis labels are pixels on a canvas).
+        setScale: [(u, key) => {
+          if (key !== "y") return;
+          el.dataset.yMin = String(u.scales.y.min);
+          el.dataset.yMax = String(u.scales.y.max);
+        }],
         setSelect: [(u) => {
           if (u.select.width < 3) return;
           const lo = u.posToVal(u.select.left, "x") * 1000;
@@ -100,7 +121,7 @@ export function Timeline({ series, unit, fromMs, untilMs, selection, onSelect, o
     const up = (e: MouseEvent) => {
       const idx = u.cursor.idx;
       if (Math.abs(e.clientX - downX) < 3 && idx !== null && idx !== undefined) {
-        handlers.current.onPoint(Math.round((u.data[0][idx] as number) * 1000));
+        handlers.current.onPoint?.(Math.round((u.data[0][idx] as number) * 1000));
       }
     };
     over.addEventListener("mousedown", down);

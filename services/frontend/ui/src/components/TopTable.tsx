@@ -1,5 +1,6 @@
 // The top table beside the flamegraph: per function its self and total (recursion counted once), filtered
-// by the search; a click on a row searches for that function, which highlights its frames.
+// by the search; a click on a row (or Enter on it) searches for that function, which highlights its
+// frames; its sandwich button opens the function's callers and callees.
 
 import { useMemo, useState } from "react";
 import type { FlamegraphData } from "../api/types";
@@ -16,8 +17,12 @@ const ORDER: Record<Column, (a: TopRow, b: TopRow) => number> = {
   total: (a, b) => b.total - a.total || b.self - a.self,
 };
 
-export function TopTable({ data, unit, search, onSearch }: {
+export function TopTable({ data, unit, search, onSearch, onSandwich, sandwich = "" }: {
   data: FlamegraphData; unit: string; search: string; onSearch: (text: string) => void;
+  /** Opens a function's sandwich; no buttons without it. */
+  onSandwich?: (name: string) => void;
+  /** The function whose sandwich is shown. */
+  sandwich?: string;
 }) {
   const [column, setColumn] = useState<Column>("self");
   const all = useMemo(() => topRows(data), [data]);
@@ -34,11 +39,19 @@ export function TopTable({ data, unit, search, onSearch }: {
     <div className="top-table-wrap">
       <table className="top-table" aria-label="top functions" data-testid="top-table">
         <thead>
-          <tr>{header("name", "Function")}{header("self", "Self")}{header("total", "Total")}</tr>
+          <tr>
+            {header("name", "Function")}{header("self", "Self")}{header("total", "Total")}
+            {onSandwich && <th><span className="visually-hidden">Sandwich</span></th>}
+          </tr>
         </thead>
         <tbody>
           {rows.slice(0, SHOWN_ROWS).map((r) => (
-            <tr key={r.name} onClick={() => onSearch(r.name)} title="click to highlight its frames"
+            <tr key={r.name} onClick={() => onSearch(r.name)} title="click to highlight its frames" tabIndex={0}
+              onKeyDown={(e) => {
+                if (e.key !== "Enter" || e.target !== e.currentTarget) return;
+                e.preventDefault();
+                onSearch(r.name);
+              }}
               className={needle !== "" && r.name.toLowerCase() === needle ? "selected" : ""}>
               <td className="fn">{r.name}</td>
               <td className="num">
@@ -47,6 +60,16 @@ export function TopTable({ data, unit, search, onSearch }: {
               <td className="num">
                 <Bar value={r.total} whole={data.total} />{formatValue(r.total, unit)} <span className="muted">{share(r.total)}</span>
               </td>
+              {onSandwich && (
+                <td className="act">
+                  <button type="button" className={`sandwich-button${sandwich === r.name ? " selected" : ""}`}
+                    aria-label={`sandwich view of ${r.name}`} title="sandwich view: its callers and callees"
+                    onClick={(e) => {
+                      e.stopPropagation();
+                      onSandwich(r.name);
+                    }}>⇅</button>
+                </td>
+              )}
             </tr>
           ))}
         </tbody>

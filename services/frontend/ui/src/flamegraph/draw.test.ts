@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { FlamegraphData } from "../api/types";
-import { drawFlamegraph, ROW_HEIGHT, type DrawOptions } from "./draw";
+import { depthAt, drawFlamegraph, ROW_HEIGHT, rowTop, type DrawOptions } from "./draw";
 import { buildLayout } from "./layout";
 import { nameColors, SPECIAL } from "./palette";
 
@@ -74,5 +74,15 @@ describe("drawFlamegraph", () => {
     drawFlamegraph(ctx, layout, options(layout, { matches: Uint8Array.from([0, 0, 0, 1]) }));
     const fills = rects.filter((r) => r.y === ROW_HEIGHT).map((r) => r.fill);
     expect(fills).toEqual([SPECIAL.light.dimmed, SPECIAL.light.dimmed, nameColors(layout.names, "light")[3]]);
+  });
+
+  it("as a flame graph puts the root on the bottom row and its callees above", () => {
+    const layout = buildLayout(manyNarrow());
+    const { ctx, rects } = recorder();
+    drawFlamegraph(ctx, layout, options(layout, { flame: true }));
+    expect(rects[0]).toMatchObject({ y: ROW_HEIGHT, x: 0, w: 500 - 0.5 });
+    expect(rects.slice(1).map((r) => r.y)).toEqual([0, 0, 0]);
+    expect([rowTop(layout, 0, true), depthAt(layout, ROW_HEIGHT + 5, true), depthAt(layout, 5, true)]).toEqual([ROW_HEIGHT, 0, 1]);
+    expect([rowTop(layout, 0), depthAt(layout, ROW_HEIGHT + 5)]).toEqual([0, 1]);
   });
 });

@@ -22,10 +22,23 @@ export interface DrawOptions {
   matches: Uint8Array | null;
   /** A diff coloured by the change of each frame's value rather than of its share (layout.frameChange). */
   growth?: boolean;
+  /** Root at the bottom, callees above their callers (a flame graph); at the top otherwise (an icicle). */
+  flame?: boolean;
 }
 
 export function canvasHeight(layout: Layout): number {
   return layout.levels.length * ROW_HEIGHT;
+}
+
+/** The top of a level's row, in CSS pixels. */
+export function rowTop(layout: Layout, depth: number, flame = false): number {
+  return (flame ? layout.levels.length - 1 - depth : depth) * ROW_HEIGHT;
+}
+
+/** The level drawn at `y` CSS pixels from the top (maybe outside the levels). */
+export function depthAt(layout: Layout, y: number, flame = false): number {
+  const row = Math.floor(y / ROW_HEIGHT);
+  return flame ? layout.levels.length - 1 - row : row;
 }
 
 export function drawFlamegraph(ctx: CanvasRenderingContext2D, layout: Layout, o: DrawOptions): void {
@@ -58,7 +71,7 @@ function paintLevel(p: Painter, depth: number, view: { start: number; width: num
   let runStart = -1;
   let runEnd = -1;
   const flushRun = () => {
-    if (runStart >= 0 && runEnd - runStart >= MIN_FRAME_PX) fillRow(p.ctx, depth, runStart, runEnd - runStart, SPECIAL[p.o.theme].dimmed);
+    if (runStart >= 0 && runEnd - runStart >= MIN_FRAME_PX) fillRow(p, depth, runStart, runEnd - runStart, SPECIAL[p.o.theme].dimmed);
     runStart = -1;
     runEnd = -1;
   };
@@ -90,21 +103,21 @@ function frameColors(p: Painter, frame: Frame): [string, string] {
   return [diffFrameColor(name, frameChange(p.layout, frame, p.o.growth), p.o.theme), name === OTHER_NAME ? special.text : SPECIAL.light.text];
 }
 
-function fillRow(ctx: CanvasRenderingContext2D, depth: number, left: number, width: number, fill: string): void {
-  ctx.fillStyle = fill;
+function fillRow(p: Painter, depth: number, left: number, width: number, fill: string): void {
+  p.ctx.fillStyle = fill;
   // A hairline gap between neighbours and rows, once a frame is wide enough to spare it.
-  ctx.fillRect(left, depth * ROW_HEIGHT, width > 3 ? width - 0.5 : width, ROW_HEIGHT - 1);
+  p.ctx.fillRect(left, rowTop(p.layout, depth, p.o.flame), width > 3 ? width - 0.5 : width, ROW_HEIGHT - 1);
 }
 
 function paintFrame(p: Painter, frame: Frame, left: number, width: number, fill: string, text: string): void {
   const clippedLeft = Math.max(0, left);
   const clippedWidth = Math.min(p.o.width, left + width) - clippedLeft;
-  fillRow(p.ctx, frame.depth, clippedLeft, clippedWidth, fill);
+  fillRow(p, frame.depth, clippedLeft, clippedWidth, fill);
   if (clippedWidth < LABEL_MIN_PX) return;
   const label = fitLabel(nameOf(p.layout, frame), clippedWidth - 2 * PAD, p.charWidth);
   if (label === "") return;
   p.ctx.fillStyle = text;
-  p.ctx.fillText(label, clippedLeft + PAD, frame.depth * ROW_HEIGHT + ROW_HEIGHT / 2);
+  p.ctx.fillText(label, clippedLeft + PAD, rowTop(p.layout, frame.depth, p.o.flame) + ROW_HEIGHT / 2);
 }
 
 /**

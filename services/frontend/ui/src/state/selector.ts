@@ -1,7 +1,7 @@
-// What the label selector's autocomplete should offer at the cursor: label names after `{` or `,`,
-// values after `name=` / `name!=` / `name=~` / `name!~`.
+// Selector text in the browser: what the autocomplete should offer at the cursor (label names after `{`
+// or `,`, values after `name=` / `name!=` / `name=~` / `name!~`), and a selector narrowed to one value.
 
-import { escapeLabelValue } from "../api/client";
+import { escapeLabelValue, quoteLabelValue } from "../api/client";
 
 export type Completion =
   | { kind: "name"; prefix: string; start: number }
@@ -41,4 +41,38 @@ export function applyCompletion(text: string, cursor: number, c: NonNullable<Com
   const closing = rest.startsWith('"') ? "" : '"';
   const insert = escaped + closing;
   return { text: text.slice(0, c.start) + insert + rest, cursor: c.start + insert.length + (closing ? 0 : 1) };
+}
+
+// One matcher as the selector parser (libs/labels/selector.py) reads it: a name, an operator and a
+// double-quoted, single-quoted or raw (backquoted) string, then a comma or the end.
+const MATCHER = /\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`[^`]*`)\s*(?:,|$)/y;
+
+/** The matchers of a `{…}` selector as written, with their label names; null when the text is not one. */
+export function splitMatchers(selector: string): { name: string; text: string }[] | null {
+  const s = selector.trim();
+  if (s === "") return [];
+  if (!s.startsWith("{") || !s.endsWith("}")) return null;
+  const inner = s.slice(1, -1);
+  const matchers: { name: string; text: string }[] = [];
+  MATCHER.lastIndex = 0;
+  while (inner.slice(MATCHER.lastIndex).trim() !== "") {
+    const m = MATCHER.exec(inner);
+    if (!m) return null;
+    matchers.push({ name: m[1], text: `${m[1]}${m[2]}${m[3]}` });
+  }
+  return matchers;
+}
+
+/**
+ * The selector narrowed to `name="value"`. Its other matchers on `name` give way: the value comes from
+ * the selection, so it satisfies them, and one equality reads plainer than `job=~"a|b", job="a"`. A text
+ * this cannot read keeps all of it and gets the matcher appended, for the API to judge.
+ */
+export function narrowSelector(selector: string, name: string, value: string): string {
+  const matcher = `${name}=${quoteLabelValue(value)}`;
+  const matchers = splitMatchers(selector);
+  const kept = matchers === null
+    ? [selector.trim().replace(/^\{|\}$/g, "")]
+    : matchers.filter((m) => m.name !== name).map((m) => m.text);
+  return `{${[...kept, matcher].join(", ")}}`;
 }

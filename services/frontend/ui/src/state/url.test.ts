@@ -53,6 +53,14 @@ describe("URL state", () => {
     expect(isMinorChange(before, after)).toBe(false);  // the back button returns to the last tenant
   });
 
+  it("keeps the label explorer's view and label in its link, the default label left out", () => {
+    const state = parseState("?view=labels&explore_by=instance&query=%7Bjob%3D%22demo%22%7D");
+    expect(state).toEqual({ ...DEFAULT_STATE, view: "labels", exploreBy: "instance", selector: '{job="demo"}' });
+    expect(parseState(stateToSearch(state))).toEqual(state);
+    expect(stateToSearch({ ...DEFAULT_STATE, view: "labels" })).toBe("?view=labels");
+    expect(isMinorChange(state, { ...state, exploreBy: "job" })).toBe(false);  // back returns to the last label
+  });
+
   it("ignores unknown views and bad numbers", () => {
     const s = parseState("?view=nonsense&max_nodes=-4");
     expect(s.view).toBe("single");

@@ -1,7 +1,7 @@
 // Everything the user picked, as URL query parameters: a link reproduces the view, and each change
 // that is worth going back to is a browser history entry.
 
-export type View = "single" | "compare" | "targets" | "incidents" | "changes";
+export type View = "single" | "compare" | "targets" | "incidents" | "changes" | "labels";
 
 export interface Side {
   selector: string;
@@ -28,6 +28,14 @@ export interface UiState {
   /** The zoomed flamegraph frame: its path of names from below the root (encodeFocus), "" for all. */
   focus: string;
   maxNodes: number;
+  /** How the flamegraph is drawn: "" an icicle (root on top), "flame" a flame graph (root at the bottom). */
+  orientation: string;
+  /** "1": the call stacks inverted (what burns at the root's side, then its callers). */
+  invert: string;
+  /** What the flamegraph panel shows: "" graph and table, "graph" or "table" alone. */
+  panes: string;
+  /** The function whose sandwich (callers above, callees below) replaces the flamegraph; "" for none. */
+  sandwich: string;
   refresh: string;
   /** The incident opened on the Incidents page (its id, as its permalink names it); "" for the list alone. */
   incident: string;
@@ -42,6 +50,8 @@ export interface UiState {
   changeMode: string;
   /** What changed ranks by the change of each function's self or total share. */
   order: string;
+  /** The label explorer's label (its values listed with their shares); "" for service_name, else the first. */
+  exploreBy: string;
   /** The two sides of the Compare view; What changed in "ranges" mode reads their ranges. */
   left: Side;
   right: Side;
@@ -63,6 +73,10 @@ export const DEFAULT_STATE: UiState = {
   search: "",
   focus: "",
   maxNodes: DEFAULT_MAX_NODES,
+  orientation: "",
+  invert: "",
+  panes: "",
+  sandwich: "",
   refresh: "",
   incident: "",
   kind: "",
@@ -71,11 +85,12 @@ export const DEFAULT_STATE: UiState = {
   b: "",
   changeMode: "",
   order: "self",
+  exploreBy: "",
   left: { selector: "", from: "now-1h", until: "now-30m" },
   right: { selector: "", from: "now-30m", until: "now" },
 };
 
-const VIEWS: View[] = ["single", "compare", "targets", "incidents", "changes"];
+const VIEWS: View[] = ["single", "compare", "targets", "incidents", "changes", "labels"];
 
 // Plain fields and their query parameter names; the sides of a comparison are l_* and r_*.
 const FIELDS = [
@@ -90,6 +105,10 @@ const FIELDS = [
   ["time", "time"],
   ["search", "search"],
   ["focus", "focus"],
+  ["orientation", "orientation"],
+  ["invert", "invert"],
+  ["panes", "panes"],
+  ["sandwich", "sandwich"],
   ["refresh", "refresh"],
   ["incident", "incident"],
   ["kind", "kind"],
@@ -98,6 +117,7 @@ const FIELDS = [
   ["b", "b"],
   ["changeMode", "compare"],
   ["order", "order"],
+  ["exploreBy", "explore_by"],
 ] as const;
 
 const SIDE_FIELDS = [
@@ -153,7 +173,7 @@ export function isMinorChange(before: UiState, after: UiState): boolean {
  */
 export function switchTenant(state: UiState, tenant: string): Partial<UiState> {
   const cleared = { type: "", selector: "", groupBy: "", selFrom: "", selUntil: "", time: "", search: "", focus: "",
-    incident: "", a: "", b: "" };
+    sandwich: "", incident: "", a: "", b: "" };
   return { tenant, ...cleared, left: { ...state.left, selector: "" }, right: { ...state.right, selector: "" } };
 }
 

@@ -144,8 +144,8 @@ def test_a_frames_menu_opens_its_sandwich(flamewatch_ui, page):
     menu = page.get_by_role("menu")
     name = menu.locator(".fn").inner_text()
     assert name and name != "total"
-    assert menu.get_by_role("menuitem").all_inner_texts() == ["Zoom in", "Sandwich view", "Highlight in search",
-                                                              "Copy function name"]
+    assert menu.get_by_role("menuitem").all_inner_texts() == ["Zoom in", "Sandwich view", "Function details",
+                                                              "Highlight in search", "Copy function name"]
     menu.get_by_role("menuitem", name="Sandwich view").click()
     page.wait_for_url(lambda u: "sandwich=" in u)
     assert url_params(page)["sandwich"] == name
@@ -216,3 +216,44 @@ def test_copy_link_puts_the_views_permalink_on_the_clipboard(flamewatch_ui, chro
         page.get_by_role("button", name="Copy link").click()
         page.get_by_role("button", name="Copied").wait_for()
         assert page.evaluate("navigator.clipboard.readText()") == page.url
+
+
+def test_lines_split_frames_by_file_and_line_and_the_tooltip_says_where(flamewatch_ui, page):
+    page.goto(explore_url(flamewatch_ui))
+    wait_for_flamegraph(page)
+    page.get_by_label("Lines").check()
+    page.wait_for_url(lambda u: "lines=1" in u)
+    rows = page.get_by_role("table", name="top functions").locator("tbody td.fn")
+    page.wait_for_function("() => [...document.querySelectorAll('[data-testid=top-table] td.fn')]"
+                           ".some(c => /^main\\.fibonacci cpu\\.go:\\d+$/.test(c.textContent))")
+    assert any(re.fullmatch(r"main\.fibonacci cpu\.go:4[1-5]", n) for n in rows.all_inner_texts())
+    canvas = _canvas(page)
+    canvas.focus()
+    canvas.press("ArrowDown")
+    canvas.press("ArrowDown")
+    tooltip = page.get_by_role("tooltip")
+    where = tooltip.locator("tr", has=page.locator("th", has_text="Line")).locator("td").inner_text()
+    assert re.fullmatch(r"\S+:\d+", where), where
+    assert where not in tooltip.locator(".fn").inner_text()  # the name is the function's alone
+
+
+def test_function_details_list_its_lines_with_self_and_total(flamewatch_ui, page):
+    # zoomed to the function's widest frame, which the keyboard picks first, then its menu
+    page.goto(explore_url(flamewatch_ui, focus=RECURSIVE))
+    wait_for_flamegraph(page)
+    canvas = _canvas(page)
+    canvas.focus()
+    canvas.press("ArrowDown")
+    assert _picked(page, canvas) == RECURSIVE
+    canvas.press("Shift+F10")
+    page.get_by_role("menuitem", name="Function details").click()
+    page.wait_for_url(lambda u: "details=" in u)
+    details = page.get_by_role("region", name=f"details of {RECURSIVE}")
+    table = details.get_by_role("table", name="function lines")
+    table.locator("tbody tr").first.wait_for()
+    cells = [r.locator("td").all_inner_texts() for r in table.locator("tbody tr").all()]
+    assert cells and all(c[0] == "cpu.go" and 41 <= int(c[1]) <= 46 for c in cells), cells
+    assert "in cpu.go" in details.inner_text()
+    assert any(not c[2].startswith("0 ") for c in cells), cells  # some line burns the CPU itself
+    details.get_by_role("button", name="Close").click()
+    page.wait_for_url(lambda u: "details=" not in u)

@@ -174,10 +174,12 @@ export const api = {
       signal,
     ),
 
-  flamegraph: (query: string, range: TimeRange, maxNodes: number, time?: number, signal?: AbortSignal) =>
+  /** The merge as a flamegraph; with `granularity` "lines" each frame is a function's line (`fn file:line`). */
+  flamegraph: (query: string, range: TimeRange, maxNodes: number, time?: number, signal?: AbortSignal,
+    granularity?: "lines") =>
     getJson<FlamegraphAnswer>(
       "query",
-      { query, from: range.from, until: range.until, time, format: "flamegraph", max_nodes: maxNodes },
+      { query, from: range.from, until: range.until, time, format: "flamegraph", max_nodes: maxNodes, granularity },
       signal,
     ),
 

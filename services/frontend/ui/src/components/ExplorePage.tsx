@@ -12,6 +12,7 @@ import { compareSides } from "../state/compare";
 import type { UiState } from "../state/url";
 import { describeRange, formatLocal, resolveTime } from "../state/time";
 import { FlamegraphView, MaxNodesControl, type FlameOptions } from "./FlamegraphView";
+import { FunctionDetails } from "./FunctionDetails";
 import { Empty, ErrorBox, Spinner } from "./Status";
 import { Timeline, type TimelineMarker } from "./Timeline";
 import { useApi } from "./useApi";
@@ -34,13 +35,15 @@ export function ExplorePage({ state, type, labelNames, tick, theme, update }: Pr
 
   const totals = useApi((s) => api.queryRange(query, range, state.groupBy, s),
     `${query}|${range.from}|${range.until}|${state.groupBy}|${tick}`);
-  const flame = useApi((s) => api.flamegraph(query, merged, state.maxNodes, time, s),
-    `${query}|${merged.from}|${merged.until}|${state.time}|${state.maxNodes}|${tick}`);
+  const lines = state.lines === "1" ? "lines" : undefined;
+  const flame = useApi((s) => api.flamegraph(query, merged, state.maxNodes, time, s, lines),
+    `${query}|${merged.from}|${merged.until}|${state.time}|${state.maxNodes}|${lines}|${tick}`);
   const markers = useIncidentMarkers(range, state.selector, tick);
   const onSearch = useCallback((search: string) => update({ search }), [update]);
   const onFocus = useCallback((focus: string) => update({ focus }), [update]);
   const onOptions = useCallback((patch: Partial<FlameOptions>) => update(patch), [update]);
-  const options: FlameOptions = { orientation: state.orientation, invert: state.invert, panes: state.panes, sandwich: state.sandwich };
+  const options: FlameOptions = { orientation: state.orientation, invert: state.invert, panes: state.panes,
+    sandwich: state.sandwich, lines: state.lines, details: state.details };
   const [downloadError, setDownloadError] = useState<string | null>(null);
   // Fetched rather than followed, so the download reads the picked tenant too (a link sends no header).
   const download = (e: React.MouseEvent) => {
@@ -116,6 +119,10 @@ export function ExplorePage({ state, type, labelNames, tick, theme, update }: Pr
         {flame.data && flame.data.profiles > 0 && (
           <FlamegraphView data={flame.data.flamegraph} unit={type.sample_unit} search={state.search} onSearch={onSearch}
             focus={state.focus} onFocus={onFocus} theme={theme} options={options} onOptions={onOptions} fileName={type.name} />
+        )}
+        {state.details && (
+          <FunctionDetails fn={state.details} query={query} range={merged} time={time} tick={tick} unit={type.sample_unit}
+            onClose={() => update({ details: "" })} />
         )}
       </section>
     </>

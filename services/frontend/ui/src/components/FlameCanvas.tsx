@@ -6,6 +6,7 @@
 import { useEffect, useMemo, useRef, useState } from "react";
 import { canvasHeight, depthAt, drawFlamegraph, ROW_HEIGHT, rowTop } from "../flamegraph/draw";
 import { formatChange } from "../flamegraph/diff";
+import { splitLineName } from "../flamegraph/lines";
 import {
   frameAtPoint, frameFigures, frameSpan, indexRange, nameOf, parentOf, viewRange, type Frame, type Layout,
 } from "../flamegraph/layout";
@@ -268,13 +269,15 @@ function percent(share: number): string {
 
 function Tooltip({ layout, unit, focus, hover, left }: { layout: Layout; unit: string; focus: Frame | null; hover: Hover; left: number }) {
   const f = frameFigures(layout, hover.frame, focus);
+  const place = splitLineName(f.name);
   const value = (v: number) => formatValue(v, unit);
   return (
     <div className="flame-tooltip" role="tooltip" data-testid="tooltip"
       style={{ transform: `translate(${Math.round(left)}px, ${Math.round(hover.y + 16)}px)`, width: TOOLTIP_WIDTH }}>
-      <div className="fn">{f.name}</div>
+      <div className="fn">{place ? place.fn : f.name}</div>
       <table>
         <tbody>
+          {place && <tr><th>Line</th><td>{place.file}:{place.line}</td></tr>}
           {f.diff ? (
             <>
               <tr><th>Left</th><td>{value(f.diff.left)}</td></tr>

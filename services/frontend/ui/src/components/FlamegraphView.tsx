@@ -9,6 +9,7 @@ import { nodeCount, searchShare } from "../flamegraph/convert";
 import { ancestry, buildLayout, findFocus, matchingNames, nameOf, pathOf, type Frame, type Layout } from "../flamegraph/layout";
 import type { Theme } from "../flamegraph/palette";
 import { formatValue } from "../flamegraph/profileTypes";
+import { splitLineName } from "../flamegraph/lines";
 import { invert } from "../flamegraph/transform";
 import { decodeFocus, encodeFocus, type UiState } from "../state/url";
 import { FlameCanvas, type FrameAction } from "./FlameCanvas";
@@ -17,7 +18,7 @@ import { SandwichView } from "./SandwichView";
 import { TopTable } from "./TopTable";
 
 /** The panel's options a page keeps in its URL. */
-export type FlameOptions = Pick<UiState, "orientation" | "invert" | "panes" | "sandwich">;
+export type FlameOptions = Pick<UiState, "orientation" | "invert" | "panes" | "sandwich" | "lines" | "details">;
 
 export const MAX_NODES_CHOICES = [1024, 4096, 8192, 16384, 32768, 65536];
 
@@ -42,7 +43,7 @@ interface Props {
   fileName?: string;
 }
 
-const NO_OPTIONS: FlameOptions = { orientation: "", invert: "", panes: "", sandwich: "" };
+const NO_OPTIONS: FlameOptions = { orientation: "", invert: "", panes: "", sandwich: "", lines: "", details: "" };
 
 export function FlamegraphView({ data, unit, search, onSearch, focus, onFocus, theme, step = 4, table = true,
   growth = false, options = NO_OPTIONS, onOptions, fileName = "flamegraph" }: Props) {
@@ -63,7 +64,8 @@ export function FlamegraphView({ data, unit, search, onSearch, focus, onFocus, t
   useEscapeToReset(focus !== "" || sandwiched, () => (sandwiched ? onOptions?.({ sandwich: "" }) : onFocus("")));
   const openSandwich = useCallback((name: string) => onOptions?.({ sandwich: name }), [onOptions]);
   const actions: FrameAction[] = useMemo(() => [
-    ...(step === 4 && onOptions ? [{ label: "Sandwich view", run: openSandwich }] : []),
+    ...(step === 4 && onOptions ? [{ label: "Sandwich view", run: openSandwich },
+      { label: "Function details", run: (name: string) => onOptions({ details: splitLineName(name)?.fn ?? name }) }] : []),
     { label: "Highlight in search", run: (name: string) => onSearch(name) },
     { label: "Copy function name", run: (name: string) => void navigator.clipboard?.writeText(name) },
   ], [step, onOptions, openSandwich, onSearch]);
@@ -81,7 +83,7 @@ export function FlamegraphView({ data, unit, search, onSearch, focus, onFocus, t
         {onOptions && (
           <OptionsBar options={options} onOptions={(patch) => {
             // Another tree has other paths: a zoom into the last one would not be found in it.
-            if (patch.invert !== undefined) onFocus("");
+            if (patch.invert !== undefined || patch.lines !== undefined) onFocus("");
             onOptions(patch);
           }} single={step === 4} table={table} />
         )}
@@ -131,6 +133,12 @@ function OptionsBar({ options, onOptions, single, table }: {
         <label title="start each stack at the function that burns, then its callers">
           <input type="checkbox" checked={options.invert === "1"} onChange={(e) => onOptions({ invert: e.target.checked ? "1" : "" })} />
           Invert
+        </label>
+      )}
+      {single && (
+        <label title="split each function into its lines (file:line), where the profile has line information">
+          <input type="checkbox" checked={options.lines === "1"} onChange={(e) => onOptions({ lines: e.target.checked ? "1" : "" })} />
+          Lines
         </label>
       )}
       {single && table && (

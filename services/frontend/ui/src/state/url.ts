@@ -36,6 +36,10 @@ export interface UiState {
   panes: string;
   /** The function whose sandwich (callers above, callees below) replaces the flamegraph; "" for none. */
   sandwich: string;
+  /** "1": frames are a function's lines (`fn file:line`), merged at line granularity. */
+  lines: string;
+  /** The function whose lines are listed under the flamegraph (its details); "" for none. */
+  details: string;
   refresh: string;
   /** The incident opened on the Incidents page (its id, as its permalink names it); "" for the list alone. */
   incident: string;
@@ -77,6 +81,8 @@ export const DEFAULT_STATE: UiState = {
   invert: "",
   panes: "",
   sandwich: "",
+  lines: "",
+  details: "",
   refresh: "",
   incident: "",
   kind: "",
@@ -109,6 +115,8 @@ const FIELDS = [
   ["invert", "invert"],
   ["panes", "panes"],
   ["sandwich", "sandwich"],
+  ["lines", "lines"],
+  ["details", "details"],
   ["refresh", "refresh"],
   ["incident", "incident"],
   ["kind", "kind"],
@@ -173,7 +181,7 @@ export function isMinorChange(before: UiState, after: UiState): boolean {
  */
 export function switchTenant(state: UiState, tenant: string): Partial<UiState> {
   const cleared = { type: "", selector: "", groupBy: "", selFrom: "", selUntil: "", time: "", search: "", focus: "",
-    sandwich: "", incident: "", a: "", b: "" };
+    sandwich: "", details: "", incident: "", a: "", b: "" };
   return { tenant, ...cleared, left: { ...state.left, selector: "" }, right: { ...state.right, selector: "" } };
 }
 

@@ -43,7 +43,7 @@ define apt_install
 	@$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(1) > /dev/null
 endef
 
-.PHONY: deps test-deps run test compose-base-images kube-apiserver proto lint helm-docs helm-lint bench bench-quick bench-ingest bench-pipeline bench-demo bench-connect bench-restart bench-long-range bench-soak bench-security bench-oom bench-changes fuzz ui ui-test reader-test
+.PHONY: deps test-deps run test compose-base-images kube-apiserver proto lint helm-docs helm-lint bench bench-quick bench-ingest bench-pipeline bench-demo bench-connect bench-restart bench-long-range bench-soak bench-security bench-oom bench-changes bench-ui fuzz ui ui-test reader-test
 
 # Two installs into the one virtualenv, each with its stamp, each redone when pyproject.toml changes:
 # RUN_ENV is Flamewatch and what running it needs (`make run`, split mode); DEV_ENV adds the test
@@ -284,6 +284,17 @@ bench-restart: test-deps
 # server's CPU per query and the load average are written beside the times.
 bench-long-range: deps
 	nice $(PY) bench/long_range.py
+
+# The web UI's figures of issue 23 (bench/ui.py), in Debian's headless chromium through Playwright: the built
+# UI's size raw and gzipped, the time from opening the page to a drawn 1-hour CPU flamegraph (median of 5
+# fresh browsers) and the main thread's work per frame while the pointer moves over a 20,000-node
+# flamegraph. Starts what `make run` starts on free ports (the demo program, `flamewatch all`), waits for
+# 3 scrapes of the demo, measures and stops both; writes bench/results/<stamp>-ui.md and .json (about
+# 1.5 minutes). Not niced: it measures latencies, which nice would lengthen; the load average is written beside
+# them. Against a Flamewatch already running: make bench-ui UI_BENCH_FLAGS="--url http://localhost:8080"
+UI_BENCH_FLAGS ?=
+bench-ui: deps $(DEV_ENV) $(CHROMIUM)
+	$(PY) bench/ui.py $(UI_BENCH_FLAGS)
 
 # What credentials and TLS cost the server in CPU per push, against plain HTTP and plain gRPC, with
 # connections kept alive and with a new connection per push, fresh servers every round, and what a new

@@ -43,7 +43,6 @@ import dataclasses
 import functools
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -365,15 +364,9 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def _stop(signum: int, frame: object) -> None:
-    """Ctrl-C or kill: unwind through the context managers, which stop every process started."""
-    raise SystemExit(128 + signum)
-
-
 def main() -> None:
     args = parse_args()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, _stop)
+    report.stop_on_signals()
     env_start, stamp = report.environment(), report.stamp()
     print(f"long-range bench: {os.cpu_count()} cores, load average {env_start['load_average']}", flush=True)
     shape = dataclasses.replace(data.Shape(), month_days=args.month_days, fleet_days=args.fleet_days,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import signal
 import subprocess
 import time
 from dataclasses import asdict, dataclass, field
@@ -102,3 +103,13 @@ def write(results: Results) -> tuple[Path, Path]:
                   + (f"\n## Where the querier's time goes\n{tops}" if tops else ""))
     js.write_text(json.dumps(asdict(r), indent=2) + "\n")
     return md, js
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def stop_on_signals() -> None:
+    """Ctrl-C or kill unwinds through the bench's context managers, which stop every process it started."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _stop)

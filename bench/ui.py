@@ -33,7 +33,6 @@ import dataclasses
 import gzip
 import json
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -369,15 +368,9 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def _stop(signum: int, frame: object) -> None:
-    """Ctrl-C or kill: unwind through the context managers, which stop every process started."""
-    raise SystemExit(128 + signum)
-
-
 def main() -> None:
     args = parse_args()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, _stop)
+    report.stop_on_signals()
     from playwright.sync_api import sync_playwright
 
     bench, stamp = Bench(args), report.stamp()

@@ -61,14 +61,19 @@ export function TopTable({ data, unit, search, onSearch, onSandwich, sandwich = 
                 <Bar value={r.total} whole={data.total} />{formatValue(r.total, unit)} <span className="muted">{share(r.total)}</span>
               </td>
               {onSandwich && (
-                <td className="act">
-                  <button type="button" className={`sandwich-button${sandwich === r.name ? " selected" : ""}`}
-                    aria-label={`sandwich view of ${r.name}`} title="sandwich view: its callers and callees"
-                    onClick={(e) => {
-                      e.stopPropagation();
-                      onSandwich(r.name);
-                    }}>⇅</button>
-                </td>
+                // The cell is the button: a <button> in each of 400 rows made every hover frame a third slower.
+                <td className={`act${sandwich === r.name ? " selected" : ""}`} role="button" tabIndex={0}
+                  aria-label={`sandwich view of ${r.name}`} title="sandwich view: its callers and callees"
+                  onClick={(e) => {
+                    e.stopPropagation();
+                    onSandwich(r.name);
+                  }}
+                  onKeyDown={(e) => {
+                    if (e.key !== "Enter" && e.key !== " ") return;
+                    e.preventDefault();
+                    e.stopPropagation();
+                    onSandwich(r.name);
+                  }}>⇅</td>
               )}
             </tr>
           ))}

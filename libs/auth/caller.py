@@ -4,9 +4,12 @@
 certificate's common name into a `Caller`, or raises `Unauthenticated` (HTTP 401, gRPC UNAUTHENTICATED).
 `Caller.tenant(action, asked)` gives the tenant a request acts on: the one `X-Scope-OrgID` asks for if
 the credential allows it (else `PermissionDenied`: HTTP 403, gRPC PERMISSION_DENIED), or the first
-tenant the credential may use when the request asks for none; `Caller.readable_tenants` lists those it
-may read, for a tenant picker. Without a web configuration file every request is `ANYONE`, who may do
-everything and is `anonymous` unless it names a tenant: Flamewatch as it was before credentials.
+tenant the credential may use when the request asks for none; a header naming several (`a|b`) is a bad
+request there (400). `Caller.tenants(asked)` gives the tenants of a read that may name several: all
+of them if the credential may read each, else `PermissionDenied` naming those it may not.
+`Caller.readable_tenants` lists those it may read, for a tenant picker. Without a web configuration
+file every request is `ANYONE`, who may do everything and is `anonymous` unless it names a tenant:
+Flamewatch as it was before credentials.
 
 bcrypt is slow on purpose (about 50 ms a check at cost 10), so a password checked once is remembered
 by a keyed digest of the user and password (never the password), as Prometheus's exporter-toolkit
@@ -36,7 +39,7 @@ from prometheus_client import Counter
 from flamewatch.auth.errors import PermissionDenied, Unauthenticated
 from flamewatch.auth.webconfig import ALL_TENANTS, Access, WebConfig
 from flamewatch.ratelimitedlog import RateLimitedLog
-from flamewatch.rpc.tenant import DEFAULT_TENANT, resolve_tenant
+from flamewatch.rpc.tenant import DEFAULT_TENANT, SEPARATOR, resolve_tenant, resolve_tenants
 
 log = logging.getLogger(__name__)
 _refusal_log = RateLimitedLog(log)
@@ -66,6 +69,8 @@ class Caller:
     def tenant(self, action: Action, asked: str | None) -> str:
         """The tenant this request acts on; `asked` is its X-Scope-OrgID (None or empty: none)."""
         allowed = self.access.write if action is Action.WRITE else self.access.read
+        if asked and SEPARATOR in asked:
+            raise ValueError(f'X-Scope-OrgID "{asked}" names several tenants: {_ONE_TENANT[action]}')
         if asked:
             tenant = resolve_tenant(asked)
             if ALL_TENANTS in allowed or tenant in allowed:
@@ -79,6 +84,20 @@ class Caller:
         if allowed:
             return DEFAULT_TENANT
         refuse("tenant_denied", f"{self.name} may not {action.value} any tenant")
+
+    def tenants(self, asked: str | None) -> tuple[str, ...]:
+        """The tenants a read acts on, sorted: each that `asked` (its X-Scope-OrgID) names, `a|b` naming
+        two, if this caller may read every one of them (else `PermissionDenied` naming those it may not);
+        one tenant as `tenant` gives it when `asked` names one or none."""
+        named = resolve_tenants(asked)
+        if len(named) < 2:
+            return (self.tenant(Action.READ, named[0] if named else None),)
+        allowed = self.access.read
+        denied = [t for t in named if ALL_TENANTS not in allowed and t not in allowed]
+        if denied:
+            refuse("tenant_denied", f"{self.name} may not read tenant{'s' if len(denied) > 1 else ''} "
+                                    f"{', '.join(repr(t) for t in denied)}; it may read {_listing(allowed)}")
+        return named
 
     def readable_tenants(self, stored: Iterable[str]) -> list[str]:
         """The tenants this caller may read, its default first (the one a request naming none acts on):
@@ -96,6 +115,9 @@ class Caller:
 
 
 ANYONE = Caller(DEFAULT_TENANT, Access.everything(), authenticated=False)
+# Why a request whose X-Scope-OrgID names several tenants is refused where one tenant is needed
+_ONE_TENANT = {Action.WRITE: "a write names one tenant",
+               Action.READ: "this API reads one tenant at a time (queries, labels and series read several)"}
 
 
 def refuse(reason: str, message: str, unauthenticated: bool = False):

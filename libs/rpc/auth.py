@@ -7,14 +7,16 @@ HTTP: `AuthMiddleware` (added by `rpc.http.build_app`) authenticates every reque
 `WWW-Authenticate: Basic` (so a browser asks for a password) or 403. Routes then declare what they do:
 
     async def handler(tenant: ReadTenant) ...            # acts on a tenant it reads
+    async def handler(tenants: ReadTenants) ...          # reads one tenant or several (X-Scope-OrgID a|b)
     async def handler(tenant: WriteTenant) ...           # acts on a tenant it writes
     @router.get(..., dependencies=[AdminOnly])           # what belongs to no tenant
 
 `routes_without_access` lists the routes that declare none of them, which a test keeps empty.
 
 gRPC: `AuthInterceptor` (added where the server is made, `rpc.listen`) authenticates every call from its
-`authorization` metadata or its verified client certificate; servicers call `grpc_tenant(context, action)`
-or `grpc_admin(context, what)`. Connect services resolve the tenant by the action their `Service` names.
+`authorization` metadata or its verified client certificate; servicers call `grpc_tenant(context, action)`,
+`grpc_tenants(context)` (a read of several tenants) or `grpc_admin(context, what)`. Connect services
+resolve the tenant by the action their `Service` names.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from fastapi.routing import APIRoute
 
 from flamewatch.auth.caller import ANYONE, Action, Authenticator, Caller
 from flamewatch.auth.errors import PermissionDenied, Unauthenticated
-from flamewatch.rpc.openapi import TENANT_DESCRIPTION, TENANT_HEADER_SCHEMA
+from flamewatch.rpc.openapi import TENANT_DESCRIPTION, TENANT_HEADER_SCHEMA, TENANTS_DESCRIPTION, TENANTS_HEADER_SCHEMA
 from flamewatch.rpc.tenant import HEADER
 
 PUBLIC_PATHS = frozenset({"/healthz", "/readyz"})  # probes: they tell nothing of any tenant
@@ -83,12 +85,18 @@ def caller_of(request: Request) -> Caller:
 
 _TenantHeader = Annotated[str | None, Header(alias=HEADER, description=TENANT_DESCRIPTION,
                                              json_schema_extra=TENANT_HEADER_SCHEMA)]
+_TenantsHeader = Annotated[str | None, Header(alias=HEADER, description=TENANTS_DESCRIPTION,
+                                              json_schema_extra=TENANTS_HEADER_SCHEMA)]
 
 
 # The dependencies are coroutines although they never wait: FastAPI runs a plain function dependency in a
 # worker thread, a hand-off per request that cost about 3 % of a small push's CPU.
 async def read_tenant(request: Request, x_scope_orgid: _TenantHeader = None) -> str:
     return caller_of(request).tenant(Action.READ, x_scope_orgid)
+
+
+async def read_tenants(request: Request, x_scope_orgid: _TenantsHeader = None) -> tuple[str, ...]:
+    return caller_of(request).tenants(x_scope_orgid)
 
 
 async def write_tenant(request: Request, x_scope_orgid: _TenantHeader = None) -> str:
@@ -105,11 +113,12 @@ async def authenticated(request: Request) -> Caller:
 
 
 ReadTenant = Annotated[str, Depends(read_tenant)]
+ReadTenants = Annotated[tuple[str, ...], Depends(read_tenants)]
 WriteTenant = Annotated[str, Depends(write_tenant)]
 AdminOnly = Depends(admin_only)
 AnyCaller = Depends(authenticated)  # any valid credential: the UI's page, a proxy whose upstream decides
 Authenticated = Annotated[Caller, AnyCaller]
-_ACCESS_DEPENDENCIES = (read_tenant, write_tenant, admin_only, authenticated)
+_ACCESS_DEPENDENCIES = (read_tenant, read_tenants, write_tenant, admin_only, authenticated)
 
 
 def routes_without_access(routes: Iterable[Any]) -> list[str]:
@@ -224,9 +233,14 @@ def grpc_tenant(context: grpc.aio.ServicerContext, action: Action) -> str:
     return _CALLER.get().tenant(action, _metadata(context, HEADER))
 
 
+def grpc_tenants(context: grpc.aio.ServicerContext) -> tuple[str, ...]:
+    return _CALLER.get().tenants(_metadata(context, HEADER))
+
+
 def grpc_admin(what: str) -> None:
     _CALLER.get().require_admin(what)
 
 
 __all__ = ["AdminOnly", "AuthInterceptor", "AuthMiddleware", "Authenticated", "PermissionDenied", "ReadTenant",
-           "WriteTenant", "grpc_admin", "grpc_caller", "grpc_tenant", "routes_without_access"]
+           "ReadTenants", "WriteTenant", "grpc_admin", "grpc_caller", "grpc_tenant", "grpc_tenants",
+           "routes_without_access"]

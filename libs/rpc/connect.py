@@ -4,10 +4,11 @@ A service is its protobuf descriptor plus a table of handlers, each `request mes
 (async, plain Python: it knows nothing of HTTP). This module does the protocol around them: the body as
 `application/proto` or `application/json` (protobuf's JSON mapping, which is Connect's), gzip in
 `Content-Encoding` (or the streaming `Connect-Content-Encoding`) on the way in and, when the client
-accepts it, on the way out, `Connect-Protocol-Version`, `Connect-Timeout-Ms`, the tenant header, a size
-limit on the body before and after decompression, and errors as Connect's `{"code", "message"}` with the
-HTTP status that `rpc.errors` assigns to each code. Methods of the descriptor without a handler answer
-`unimplemented`, as does any name the service does not have (with 404, like an unknown URL).
+accepts it, on the way out, `Connect-Protocol-Version`, `Connect-Timeout-Ms`, the tenant header (several
+tenants for a service that `reads_several`), a size limit on the body before and after decompression, and
+errors as Connect's `{"code", "message"}` with the HTTP status that `rpc.errors` assigns to each code.
+Methods of the descriptor without a handler answer `unimplemented`, as does any name the service does not
+have (with 404, like an unknown URL).
 
 Only unary calls over HTTP/1.1: the streaming methods of Connect and gRPC-Web are not served here, and
 uvicorn speaks no HTTP/2 (an HTTP/2 front such as hypercorn or a proxy would be needed for h2 clients).
@@ -61,8 +62,13 @@ _COMPRESS_FROM_BYTES = 1024
 class Call:
     """What a handler may need of the request besides its message."""
 
-    tenant: str
+    tenants: tuple[str, ...]  # one, or for a read of a service that `reads_several`, each X-Scope-OrgID names
     headers: Headers
+
+    @property
+    def tenant(self) -> str:
+        """The one tenant of a method that acts on one."""
+        return self.tenants[0]
 
 
 Handler = Callable[[Message, Call], Awaitable[Message]]
@@ -79,6 +85,7 @@ class Service:
     # walks every value in Python: a method can refuse a body over its count limits before paying for it
     json_checks: Mapping[str, JsonCheck] = field(default_factory=dict)
     actions: Mapping[str, Action] = field(default_factory=dict)  # method name -> its own action, if not `action`
+    reads_several: bool = False  # its reads may name several tenants (X-Scope-OrgID a|b): `Call.tenants`
     path: str = field(init=False)
 
     def __post_init__(self) -> None:
@@ -106,15 +113,22 @@ async def serve(service: Service, name: str, request: Request, caller: Caller = 
         codec = _codec(request.headers.get("content-type"))
         method = _method(service, name)
         _check_protocol_version(request.headers.get("connect-protocol-version"))
-        tenant = caller.tenant(service.actions.get(name, service.action), request.headers.get(HEADER))
+        tenants = _tenants(service, name, caller, request.headers.get(HEADER))
         timeout_s = _timeout_s(request.headers.get("connect-timeout-ms"))
         body = await read_body(request, service.max_body_bytes)
         message = decode(codec, body, GetMessageClass(method.input_type), procedure, service.json_checks.get(name))
-        reply = await _with_deadline(service.handlers[name](message, Call(tenant, request.headers)), timeout_s)
+        reply = await _with_deadline(service.handlers[name](message, Call(tenants, request.headers)), timeout_s)
         return _reply(_encode(codec, reply), codec, request.headers.get("accept-encoding", ""))
     except Exception as exc:  # noqa: BLE001 - every failure becomes a Connect error here
         log_failure(log, exc, "%s failed after %.0f ms: %s", procedure, 1e3 * (time.perf_counter() - started), exc)
         return error_response(exc)
+
+
+def _tenants(service: Service, name: str, caller: Caller, asked: str | None) -> tuple[str, ...]:
+    action = service.actions.get(name, service.action)
+    if service.reads_several and action is Action.READ:
+        return caller.tenants(asked)
+    return (caller.tenant(action, asked),)
 
 
 def error_response(exc: BaseException) -> JSONResponse:

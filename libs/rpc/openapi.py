@@ -26,3 +26,8 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 # What `rpc.tenant.resolve_tenant` accepts; empty is the same as absent.
 TENANT_HEADER_SCHEMA: dict[str, Any] = {"type": "string", "pattern": r"^(?!\.\.?$)[A-Za-z0-9_.\-]{0,64}$"}
 TENANT_DESCRIPTION = "tenant: letters, digits, _ . - (not . or ..), at most 64; empty or absent: anonymous"
+# What `rpc.tenant.resolve_tenants` accepts: a read may name several tenants, joined by "|".
+_TENANT_ID = r"(?!\.\.?(?:\||$))[A-Za-z0-9_.\-]{1,64}"
+TENANTS_HEADER_SCHEMA: dict[str, Any] = {"type": "string", "pattern": rf"^(?:{_TENANT_ID}(?:\|{_TENANT_ID})*)?$"}
+TENANTS_DESCRIPTION = ("tenant, or several read as one joined by | (team-a|team-b): each letters, digits, _ . - "
+                       "(not . or ..), at most 64; empty or absent: anonymous")

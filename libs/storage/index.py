@@ -252,15 +252,16 @@ def _seen_until(t: int) -> int:
 # ------------------------------------------------------------------------------------------ reading
 
 
-def find_series(db: Database, tenant: str, matchers: Sequence[Matcher], start: int, end: int,
+def find_series(db: Database, tenant: str | Sequence[str], matchers: Sequence[Matcher], start: int, end: int,
                 profile_type: str | None = None) -> list[Series]:
-    """Series with a profile in [start, end] whose labels satisfy every matcher.
+    """Series of the tenant (or of any of several) with a profile in [start, end] whose labels satisfy
+    every matcher.
 
     Only equality reaches Postgres (`@>`, served by the GIN index); regexes are never pushed down:
     Postgres' `~` backtracks, so a crafted pattern could run for minutes, while the selector's RE2
     runs in time linear in each value (one run per candidate series, after the cheap filters)."""
-    sql = ["SELECT id, labels FROM series WHERE tenant = %s AND last_seen >= %s AND first_seen <= %s"]
-    args: list = [tenant, start, end]
+    sql = ["SELECT id, labels FROM series WHERE tenant = ANY(%s) AND last_seen >= %s AND first_seen <= %s"]
+    args: list = [_tenants(tenant), start, end]
     if profile_type is not None:
         sql.append("AND profile_type = %s")
         args.append(profile_type)
@@ -274,6 +275,12 @@ def find_series(db: Database, tenant: str, matchers: Sequence[Matcher], start: i
     with db.connection() as conn:
         rows = conn.execute(" ".join(sql) + " ORDER BY id", args).fetchall()
     return [Series(i, labels) for i, labels in rows if all(m.matches(_label(labels, m.name)) for m in matchers)]
+
+
+def _tenants(tenant: str | Sequence[str]) -> list[str]:
+    """One tenant, or the several a read names, as the list `tenant = ANY(%s)` takes (the btree on
+    `(tenant, ...)` serves `= ANY` as it serves `=`)."""
+    return [tenant] if isinstance(tenant, str) else list(tenant)
 
 
 def _label(labels: dict[str, str], name: str) -> str | None:
@@ -511,19 +518,19 @@ def block_objects(db: Database, block_ids: Sequence[str]) -> dict[str, StoredObj
     return {block_id: StoredObject(key, size, trees) for block_id, key, size, trees in found}
 
 
-def profile_types(db: Database, tenant: str, start: int, end: int) -> list[str]:
+def profile_types(db: Database, tenant: str | Sequence[str], start: int, end: int) -> list[str]:
     with db.connection() as conn:
         rows = conn.execute(
-            "SELECT DISTINCT profile_type FROM series WHERE tenant = %s AND last_seen >= %s AND first_seen <= %s"
-            " ORDER BY 1", [tenant, start, end]
+            "SELECT DISTINCT profile_type FROM series WHERE tenant = ANY(%s) AND last_seen >= %s AND first_seen <= %s"
+            " ORDER BY 1", [_tenants(tenant), start, end]
         ).fetchall()
     return [r[0] for r in rows]
 
 
-def time_bounds(db: Database, tenant: str) -> tuple[int, int] | None:
-    """The times of the tenant's oldest and newest stored profiles; None if it has none."""
+def time_bounds(db: Database, tenant: str | Sequence[str]) -> tuple[int, int] | None:
+    """The times of the tenant's (or several tenants') oldest and newest stored profiles; None if it has none."""
     with db.connection() as conn:
         oldest, newest = conn.execute(
             "SELECT min(bs.min_time), max(bs.max_time) FROM index_series bs JOIN series s ON s.id = bs.series_id"
-            " WHERE s.tenant = %s", [tenant]).fetchone()
+            " WHERE s.tenant = ANY(%s)", [_tenants(tenant)]).fetchone()
     return None if oldest is None else (int(oldest), int(newest))

@@ -1,7 +1,8 @@
 """The querier's operations as the APIs see them: parse request values, call the engine, render.
 
 Both the REST routes and the gRPC servicer go through these functions, so the two APIs always
-answer the same question the same way.
+answer the same question the same way. Reads take the tenant, or the several tenants X-Scope-OrgID
+names (`a|b`, `rpc.auth.ReadTenants`), as the engine does.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from flamewatch.querier.engine import Merged, Querier
 from flamewatch.querier.formats import RENDERERS, diff_renderer, renderer
 from flamewatch.querier.merging import GRANULARITIES
 from flamewatch.rpc.disconnect import caller_gone
+from flamewatch.rpc.tenant import Tenants
 from flamewatch.timerange import parse_duration, parse_time, resolve_range
 
 QUERY_SECONDS = Histogram("flamewatch_query_seconds", "Time to answer a merged-profile query", ["kind"],
@@ -86,7 +88,7 @@ def tenants(q: Querier, caller: Caller) -> list[TenantInfo]:
     return [TenantInfo(name, series.get(name, 0), i == 0) for i, name in enumerate(names)]
 
 
-def query(q: Querier, tenant: str, text: str, start: int, end: int, at: int | None, fmt: str,
+def query(q: Querier, tenant: Tenants, text: str, start: int, end: int, at: int | None, fmt: str,
           max_nodes: int, granularity: str = "functions") -> Rendered:
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; known formats: {', '.join(FORMATS)}")
@@ -100,7 +102,8 @@ def query(q: Querier, tenant: str, text: str, start: int, end: int, at: int | No
         return Rendered(merged, renderer(fmt)(merged.tree, max_nodes))
 
 
-def diff(q: Querier, tenant: str, left: tuple[str, int, int], right: tuple[str, int, int], max_nodes: int) -> dict:
+def diff(q: Querier, tenant: Tenants, left: tuple[str, int, int], right: tuple[str, int, int],
+         max_nodes: int) -> dict:
     # one budget for both sides
     with QUERY_SECONDS.labels("diff").time(), deadline.bounded(q.config.query_timeout_s, caller_gone()):
         lm, rm = q.merge(tenant, *left), q.merge(tenant, *right)
@@ -110,7 +113,7 @@ def diff(q: Querier, tenant: str, left: tuple[str, int, int], right: tuple[str, 
     return diff_renderer("diff")(lm.tree, rm.tree, max_nodes)
 
 
-def changes(q: Querier, tenant: str, a: tuple[str, int, int], b: tuple[str, int, int], order: str = "self",
+def changes(q: Querier, tenant: Tenants, a: tuple[str, int, int], b: tuple[str, int, int], order: str = "self",
             alpha: float | None = None, limit: int | None = None) -> Changes:
     """What changed from side a to side b, the largest increases first, at most `limit` functions."""
     if alpha is not None and not 0 < alpha < 1:
@@ -134,7 +137,7 @@ class Analysis:
                 "block_bytes": self.cost.bytes, "max_bytes": self.max_bytes}
 
 
-def analyze(q: Querier, tenant: str, text: str, start: int, end: int) -> Analysis:
+def analyze(q: Querier, tenant: Tenants, text: str, start: int, end: int) -> Analysis:
     """What a merge of the query over the range would read, from the index (`cost`)."""
     return Analysis(*q.analyze(tenant, text, start, end))
 

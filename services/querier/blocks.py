@@ -28,6 +28,7 @@ from flamewatch.querier.paths import PathIndex
 from flamewatch.querier.symbolization import QuerySymbols
 from flamewatch.storage.blockread import BlockReader
 from flamewatch.storage.errors import BlocksMissing, ObjectNotFound
+from flamewatch.storage.keys import tenant_of
 
 # A block's symbols and stack tree, parsed, take a few times its compressed size; the profile entries
 # decoded for queries are counted as they are, and so is its parsed parquet footer, which for a small flush
@@ -49,11 +50,12 @@ class BlockSource(Protocol):
 
 
 class LoadedBlock:
-    """A parsed block and the path id of each of its stack nodes, by function name and (computed on
-    first use) by function, file and line."""
+    """A parsed block of one tenant and the path id of each of its stack nodes, by function name and
+    (computed on first use) by function, file and line."""
 
-    def __init__(self, reader: BlockReader, paths: PathIndex):
+    def __init__(self, reader: BlockReader, paths: PathIndex, tenant: str = ""):
         self.reader, self._paths = reader, paths
+        self.tenant = tenant  # whose debug information names its frames (`QuerySymbols.owner`)
         self.node_paths = self._map(reader.location_names)
         self._line_paths: np.ndarray | None = None
         self._symbolized: dict[str, tuple[int, np.ndarray]] = {}  # granularity -> (generation, paths)
@@ -70,7 +72,7 @@ class LoadedBlock:
     def paths(self, granularity: str, symbols: QuerySymbols | None = None) -> np.ndarray:
         """Path id per stack node at "functions" or "lines" granularity; with `symbols`, frames stored as
         addresses are named by what the symbolizer answered (kept per answer generation)."""
-        if symbols is not None and symbols.has_addresses(self.reader):
+        if symbols is not None and symbols.has_addresses(self.reader, self.tenant):
             return self._symbolized_paths(granularity, symbols)
         if granularity == "functions":
             return self.node_paths
@@ -86,7 +88,7 @@ class LoadedBlock:
             cached = self._symbolized.get(granularity)
             if cached is not None and cached[0] == generation:
                 return cached[1]
-        chains = symbols.chains(self.reader)
+        chains = symbols.chains(self.reader, self.tenant)
         r = self.reader
         names = chains.names if granularity == "functions" else chains.line_names
         frames = np.where(r.node_location >= 0, r.node_location, 0)
@@ -152,7 +154,7 @@ class BlockCache:
 
     def _load(self, key: str) -> LoadedBlock:
         reader = BlockReader(self._source.get(key))
-        block = LoadedBlock(reader, self.paths)
+        block = LoadedBlock(reader, self.paths, tenant_of(key))
         with self._lock:
             if key not in self._lru:
                 self._lru[key] = block

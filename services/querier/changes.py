@@ -53,7 +53,7 @@ def _per_path(blocks: BlockCache, r: Rows, granularity: str, symbols: QuerySymbo
     owners, columns, values = [], [], []
     for batch in _batches(_groups(blocks, r), _SYMBOLIZE_BATCH if symbols is not None else 1):  # as a merge reads
         if symbols is not None:
-            symbols.prepare([g.block.reader for g in batch])
+            symbols.prepare([g.block.reader for g in batch], [g.block.tenant for g in batch])
         for g in batch:
             node_paths = g.block.paths(granularity, symbols)
             for owner, nodes, _, vals in _entries(g, owners=True):

@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from flamewatch.rpc.tenant import Tenants, tenant_ids
+
 MiB = 1 << 20
 
 
@@ -27,5 +29,9 @@ class QuerierConfig:
     # round trip would cost more
     split_min_profiles: int = 20_000
 
-    def max_bytes_of(self, tenant: str) -> int:
-        return self.tenant_max_bytes.get(tenant, self.max_bytes)
+    def max_bytes_of(self, tenant: Tenants) -> int:
+        """The tenant's limit; for a read of several tenants, the smallest of theirs that is not 0 (0 when
+        all are), as Pyroscope and Mimir take one limit of several tenants: naming another tenant beside
+        one must not lift that one's limit."""
+        limits = [self.tenant_max_bytes.get(t, self.max_bytes) for t in tenant_ids(tenant)]
+        return min((n for n in limits if n), default=0)

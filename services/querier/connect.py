@@ -7,7 +7,9 @@ epoch; an end of 0 means now and a start of 0 an hour before the end, as our API
 protocol itself (codecs, gzip, errors) is `flamewatch.rpc.connect`.
 
 To add a method: write `_method(q, tenant, request) -> response` and add it to `METHODS`; methods of the
-service that are not in the table answer Connect `unimplemented`.
+service that are not in the table answer Connect `unimplemented`. `tenant` is every tenant X-Scope-OrgID
+names (`team-a|team-b` names two, all of which the caller may read): the engine answers over all of them,
+as Pyroscope's v2 read path does, with no label telling them apart.
 """
 
 from __future__ import annotations
@@ -29,13 +31,14 @@ from flamewatch.auth.caller import Action
 from flamewatch.labels.names import DERIVED_FROM, DERIVED_LABELS, derived_label
 from flamewatch.labels.selector import Matcher, Query, parse_selector
 from flamewatch.pprof.profile_types import ProfileType
-from flamewatch.querier import api
+from flamewatch.querier import api, heatmap
 from flamewatch.querier.calltree import CallTree
 from flamewatch.querier.engine import Points, Querier
 from flamewatch.querier.formats.flamegraph import render_flamegraph
 from flamewatch.querier.pyroscope_tree import encode_tree
 from flamewatch.rpc import connect, labelpairs
 from flamewatch.rpc.errors import UnimplementedError
+from flamewatch.rpc.tenant import Tenants
 
 SERVICE = querier_pb2.DESCRIPTOR.services_by_name["QuerierService"]
 
@@ -45,8 +48,8 @@ _SPAN_LABEL = "span_id"
 _LEGACY_SPAN_LABEL = "profile_id"  # the span id's label in Pyroscope's first span profiles, which it still reads
 _SUM, _AVERAGE = types_pb2.TIME_SERIES_AGGREGATION_TYPE_SUM, types_pb2.TIME_SERIES_AGGREGATION_TYPE_AVERAGE
 
-# (querier, tenant, request) -> response; plain and blocking.
-Method = Callable[[Querier, str, Message], Message]
+# (querier, tenant or tenants, request) -> response; plain and blocking.
+Method = Callable[[Querier, Tenants, Message], Message]
 
 
 def time_range_ms(start_ms: int, end_ms: int, empty_is_all_time: bool = False) -> tuple[int, int]:
@@ -283,6 +286,78 @@ def parse_profile_ids(ids: Sequence[str]) -> list[tuple[int, int]]:
     return pairs
 
 
+# ------------------------------------------------------------------------------------------- heatmap
+# Pyroscope's rules and the counting are `heatmap`'s; here the request is checked as its query frontend
+# and query backend check it, and the answer converted.
+
+_INDIVIDUAL, _SPAN = querier_pb2.HEATMAP_QUERY_TYPE_INDIVIDUAL, querier_pb2.HEATMAP_QUERY_TYPE_SPAN
+_EXEMPLARS_OF = {_INDIVIDUAL: types_pb2.EXEMPLAR_TYPE_INDIVIDUAL, _SPAN: types_pb2.EXEMPLAR_TYPE_SPAN}
+_NO_EXEMPLARS = (types_pb2.EXEMPLAR_TYPE_UNSPECIFIED, types_pb2.EXEMPLAR_TYPE_NONE)
+_MAX_STEP_S = 10**9  # about 30 years: a step past the int64 milliseconds of any range is a mistake
+
+
+def _select_heatmap(q: Querier, tenant: str, req: querier_pb2.SelectHeatmapRequest
+                    ) -> querier_pb2.SelectHeatmapResponse:
+    span = heatmap.Range(*_heatmap_range(req))
+    spans, exemplars = _heatmap_types(req.query_type, req.exemplar_type)
+    limit = _optional(req, "limit")
+    if limit is not None and limit < 0:
+        raise ValueError(f"limit must not be negative, got {limit}")
+    text = query_text(req.profile_typeID, req.label_selector)
+    found = q.profile_values(tenant, text, span.read_from_ns, span.read_until_ns,
+                             heatmap.SPAN_LABELS if spans else ())
+    points = heatmap.spans(found) if spans else heatmap.individual(found)
+    built = heatmap.build(points, found.series, span, list(req.group_by), exemplars, limit)
+    return querier_pb2.SelectHeatmapResponse(series=[_heatmap_series(s, built.y_min) for s in built.series])
+
+
+def _heatmap_range(req: querier_pb2.SelectHeatmapRequest) -> tuple[int, int, int]:
+    """(start, end, step) in ms, the step cut to whole ms as Pyroscope cuts it: under 1 ms it would be 0,
+    so it is refused, as Pyroscope refuses it."""
+    step_ms = int(req.step * 10**9) // _NS_PER_MS if np.isfinite(req.step) and abs(req.step) < _MAX_STEP_S else 0
+    if step_ms < 1:
+        raise ValueError(f"step must be a number of seconds from 0.001 (1 ms) to {_MAX_STEP_S:g}, got {req.step}")
+    start, end = time_range_ms(req.start, req.end)
+    if start == end:
+        raise ValueError(f"start ({start // _NS_PER_MS} ms) must be before end ({end // _NS_PER_MS} ms)")
+    return start // _NS_PER_MS, end // _NS_PER_MS, step_ms
+
+
+def _heatmap_types(query_type: int, exemplar_type: int) -> tuple[bool, bool]:
+    """Whether the heatmap counts spans (not whole profiles), and whether it names exemplars, which must
+    be of what it counts."""
+    if query_type not in _EXEMPLARS_OF:
+        raise ValueError(f"query_type {_enum_name(querier_pb2.HeatmapQueryType, query_type)}: say what to count, "
+                         "HEATMAP_QUERY_TYPE_INDIVIDUAL (profiles) or HEATMAP_QUERY_TYPE_SPAN (spans)")
+    if exemplar_type in _NO_EXEMPLARS or exemplar_type == _EXEMPLARS_OF[query_type]:
+        return query_type == _SPAN, exemplar_type not in _NO_EXEMPLARS
+    name = _enum_name(types_pb2.ExemplarType, exemplar_type)
+    if exemplar_type in _EXEMPLARS_OF.values():
+        raise ValueError(f"exemplar_type {name} does not go with query_type "
+                         f"{querier_pb2.HeatmapQueryType.Name(query_type)}: ask for "
+                         f"{types_pb2.ExemplarType.Name(_EXEMPLARS_OF[query_type])} or EXEMPLAR_TYPE_NONE")
+    raise ValueError(f"unknown exemplar_type {name}; known: EXEMPLAR_TYPE_NONE, EXEMPLAR_TYPE_INDIVIDUAL, "
+                     "EXEMPLAR_TYPE_SPAN")
+
+
+def _enum_name(enum, value: int) -> str:
+    """An enum value's name, or its number when this server knows no name for it."""
+    return enum.Name(value) if value in enum.values() else str(value)
+
+
+def _heatmap_series(s: heatmap.HeatmapSeries, y_min: list[float]) -> types_pb2.HeatmapSeries:
+    return types_pb2.HeatmapSeries(labels=label_pairs(s.labels), slots=[
+        types_pb2.HeatmapSlot(timestamp=slot.timestamp_ms, y_min=y_min, counts=slot.counts,
+                              exemplars=[_heatmap_exemplar(e) for e in slot.exemplars]) for slot in s.slots])
+
+
+def _heatmap_exemplar(e: heatmap.Exemplar) -> types_pb2.Exemplar:
+    """A profile's exemplar names the profile (as SelectSeries's do), a span's its span, as Pyroscope's."""
+    return types_pb2.Exemplar(timestamp=e.time_ns // _NS_PER_MS, value=e.value, labels=label_pairs(e.labels),
+                              profile_id="" if e.span_id else profile_id(e.series_id, e.time_ns),
+                              span_id=e.span_id, trace_id=e.trace_id)
+
+
 def _get_profile_stats(q: Querier, tenant: str, _req: types_pb2.GetProfileStatsRequest
                        ) -> types_pb2.GetProfileStatsResponse:
     bounds = q.time_bounds(tenant)
@@ -311,6 +386,7 @@ METHODS: dict[str, Method] = {
     "SelectMergeSpanProfile": _select_merge_span_profile,
     "SelectMergeProfile": _select_merge_profile,
     "SelectSeries": _select_series,
+    "SelectHeatmap": _select_heatmap,
     "Diff": _diff,
     "GetProfileStats": _get_profile_stats,
     "AnalyzeQuery": _analyze_query,
@@ -319,13 +395,14 @@ METHODS: dict[str, Method] = {
 
 def _handler(q: Querier, method: Method) -> connect.Handler:
     async def handle(request: Message, call: connect.Call) -> Message:
-        return await asyncio.to_thread(method, q, call.tenant, request)
+        return await asyncio.to_thread(method, q, call.tenants, request)
 
     return handle
 
 
 def service(q: Querier) -> connect.Service:
-    return connect.Service(SERVICE, Action.READ, {name: _handler(q, method) for name, method in METHODS.items()})
+    return connect.Service(SERVICE, Action.READ, {name: _handler(q, method) for name, method in METHODS.items()},
+                           reads_several=True)
 
 
 def router(q: Querier) -> APIRouter:

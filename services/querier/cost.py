@@ -1,5 +1,6 @@
 """What a query would read, known from the index before any block is fetched, and the per-tenant limit
-on it (`--query.max-bytes`, `--query.max-bytes-tenant`).
+on it (`--query.max-bytes`, `--query.max-bytes-tenant`). A read of several tenants (X-Scope-OrgID a|b)
+sums what it reads of each and is held to the smallest of their limits (`QuerierConfig.max_bytes_of`).
 
 A selection's profile rows name their blocks, and the `blocks` table knows each block's size: the cost
 is the blocks the rows are in, their bytes (a query fetches whole block objects), the series and the
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from flamewatch.rpc.errors import CostLimitExceeded
+from flamewatch.rpc.tenant import Tenants, tenant_ids
 from flamewatch.storage.frames import run_codes
 from flamewatch.storage.index import EntryCounts, ProfileRows
 
@@ -47,12 +49,14 @@ def cost_of_counts(counts: EntryCounts, block_bytes: Mapping[str, int]) -> Query
                      sum(block_bytes.get(b, 0) for b in blocks))
 
 
-def check(cost: QueryCost, limit: int, tenant: str) -> None:
+def check(cost: QueryCost, limit: int, tenant: Tenants) -> None:
     """Refuse a query whose blocks hold more bytes than `limit` (0: no limit)."""
     if limit and cost.bytes > limit:
+        named = tenant_ids(tenant)
+        whose = f"tenant {named[0]}" if len(named) == 1 else f"tenants {', '.join(named)}"
         raise QueryTooCostly(
             f"the query would read {cost.blocks} blocks of {size(cost.bytes)} ({cost.profiles} profiles of "
-            f"{cost.series} series), more than the {size(limit)} a query of tenant {tenant} may read "
+            f"{cost.series} series), more than the {size(limit)} a query of {whose} may read "
             "(--query.max-bytes): narrow it with a shorter time range or a more specific selector, or raise "
             "the limit (--query.max-bytes, or --query.max-bytes-tenant for this tenant)")
 

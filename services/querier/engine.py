@@ -7,6 +7,8 @@ takes whole, in blocks compacted with pre-merged trees, to those trees (`premerg
 the blocks' profiles; one function combines their partial trees, and every read of blocks is first
 held to the tenant's cost limit (`cost`). Gauges (in-use memory, goroutines) are averaged over time
 per series and summed across series; everything else is summed.
+A read takes its tenant or the several X-Scope-OrgID `a|b` names (`Tenants`): one query over the union of
+their series, as only the index, the cost limit and symbolization look at tenants (README: several tenants).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from flamewatch.querier.config import QuerierConfig
 from flamewatch.querier.cost import QueryCost
 from flamewatch.querier.fanout import Peers, Piece
 from flamewatch.querier.formats.pprof import render_pprof
+from flamewatch.querier.heatmap import ProfileValues, Samples
 from flamewatch.querier.merging import (
     Rows,
     merge_blocks,  # noqa: F401  (the merge of blocks as tools and tests call it, without an index)
@@ -42,6 +45,7 @@ from flamewatch.querier.sources import LocalBlocks, PartialTree, TreeSource, com
 from flamewatch.querier.symbolization import QuerySymbols, Symbolization
 from flamewatch.rpc.disconnect import caller_gone
 from flamewatch.rpc.errors import NotFoundError
+from flamewatch.rpc.tenant import Tenants
 from flamewatch.storage import index
 from flamewatch.storage.frames import row_codes, run_codes
 from flamewatch.storage.index import ProfileRows, Series
@@ -118,7 +122,7 @@ class Querier:
     # ------------------------------------------------------------------------------------ labels
 
     @_bounded
-    def profile_types(self, tenant: str, start: int, end: int) -> list[ProfileType]:
+    def profile_types(self, tenant: Tenants, start: int, end: int) -> list[ProfileType]:
         return _parsed_types(index.profile_types(self.db, tenant, start, end))
 
     @_bounded
@@ -127,16 +131,19 @@ class Querier:
         return index.tenant_series(self.db, tenants)
 
     @_bounded
-    def series(self, tenant: str, selectors: Sequence[str], start: int, end: int) -> list[Series]:
+    def series(self, tenant: Tenants, selectors: Sequence[str], start: int, end: int) -> list[Series]:
         matcher_sets = self._selectors(selectors)
         found: dict[int, Series] = {}
         for matchers in matcher_sets:
             for s in index.find_series(self.db, tenant, matchers, start, end):
                 found[s.id] = s
-        return [found[i] for i in sorted(found)]
+        unique: dict[tuple, Series] = {}  # a label set several tenants have is one, as Pyroscope's answer has it
+        for i in sorted(found):
+            unique.setdefault(tuple(sorted(found[i].labels.items())), found[i])
+        return list(unique.values())
 
     @_bounded
-    def label_names(self, tenant: str, selectors: Sequence[str], start: int, end: int) -> list[str]:
+    def label_names(self, tenant: Tenants, selectors: Sequence[str], start: int, end: int) -> list[str]:
         """Series label names and the sample label names of the matching series' profiles in range.
 
         Sample labels come from the blocks holding those profiles (read through the cache), so this
@@ -148,7 +155,7 @@ class Querier:
         return sorted(names)
 
     @_bounded
-    def label_values(self, tenant: str, name: str, selectors: Sequence[str], start: int, end: int) -> list[str]:
+    def label_values(self, tenant: Tenants, name: str, selectors: Sequence[str], start: int, end: int) -> list[str]:
         """Values of `name` among the matching series' labels and their profiles' sample labels."""
         values: set[str] = set()
         for sel, rows in self._label_selections(tenant, selectors, start, end):
@@ -156,7 +163,7 @@ class Querier:
             values.update(used_sample_labels(self.blocks, rows, name))
         return sorted(values)
 
-    def _label_selections(self, tenant: str, selectors: Sequence[str], start: int,
+    def _label_selections(self, tenant: Tenants, selectors: Sequence[str], start: int,
                           end: int) -> list[tuple[Selection, Rows]]:
         """Per selector, the series it selects and their rows in range. A series whose own labels leave
         matchers for its samples counts only if some sample passes them."""
@@ -180,11 +187,11 @@ class Querier:
             selection.check_matcher_count(matchers, self.config.max_matchers)
         return parsed
 
-    def _rows(self, tenant: str, rows: ProfileRows, sel: Selection, weights: np.ndarray | None) -> Rows:
+    def _rows(self, tenant: Tenants, rows: ProfileRows, sel: Selection, weights: np.ndarray | None) -> Rows:
         """The rows as a source reads them, once their cost is within the tenant's limit (`cost`)."""
         return self._rows_and_objects(tenant, rows, sel, weights)[0]
 
-    def _rows_and_objects(self, tenant: str, rows: ProfileRows, sel: Selection, weights: np.ndarray | None,
+    def _rows_and_objects(self, tenant: Tenants, rows: ProfileRows, sel: Selection, weights: np.ndarray | None,
                           divisors: np.ndarray | None = None) -> tuple[Rows, dict[str, index.StoredObject]]:
         """`_rows`, and what the index says of their blocks."""
         found, objects = self._cost(rows)
@@ -200,7 +207,7 @@ class Querier:
     # ------------------------------------------------------------------------------------ totals
 
     @_bounded
-    def query_range(self, tenant: str, query: str, start: int, end: int, step: int,
+    def query_range(self, tenant: Tenants, query: str, start: int, end: int, step: int,
                     group_by: Sequence[str], average: bool = False, exemplars: bool = False) -> Totals:
         """Totals per step. `average` gives the mean total of the profiles in each step of each group
         (Pyroscope's average aggregation) instead of their sum (their per-series mean for gauges);
@@ -219,7 +226,7 @@ class Querier:
                       _absent_labels(sel.series, group_by))
 
     @_bounded
-    def time_bounds(self, tenant: str) -> tuple[int, int] | None:
+    def time_bounds(self, tenant: Tenants) -> tuple[int, int] | None:
         """The first and last times the tenant's series were seen; None before any profile was stored."""
         return index.time_bounds(self.db, tenant)
 
@@ -243,7 +250,7 @@ class Querier:
                 for g, (b, v), e in zip(groups, _bucket_totals(rows, row_group, bucket, len(groups),
                                                                ptype.is_gauge and not average, average), largest)]
 
-    def _sample_points(self, tenant: str, sel: Selection, start: int, end: int, step: int, group_by: Sequence[str],
+    def _sample_points(self, tenant: Tenants, sel: Selection, start: int, end: int, step: int, group_by: Sequence[str],
                        by_sample: Sequence[str]) -> list[Points]:
         """Totals read from the blocks: some samples are filtered out, or groups split by sample labels."""
         rows = index.profile_rows(self.db, [s.id for s in sel.series], start, end)
@@ -260,10 +267,25 @@ class Querier:
         names = list(by_series) + list(by_sample)
         return _grouped_points(names, columns, bucket[owner], values, start, step, group_by)
 
+    @_bounded
+    def profile_values(self, tenant: Tenants, query: str, start: int, end: int,
+                       sample_labels: Sequence[str] = ()) -> ProfileValues:
+        """The matching profiles in range with their totals, from the index; when matchers apply to samples
+        or `sample_labels` are asked for (a span heatmap's), with their kept samples' values and those
+        labels too, read from the blocks within the tenant's cost limit (`heatmap`)."""
+        sel = self._select(tenant, query, start, end)
+        ids = [s.id for s in sel.series]
+        if not (sel.by_samples or sample_labels):
+            return ProfileValues(sel.series, index.profile_totals(self.db, ids, start, end))
+        rows = index.profile_rows(self.db, ids, start, end)
+        owner, labels, values = sample_values(self.blocks, self._rows(tenant, rows, sel, None), sample_labels)
+        return ProfileValues(sel.series, rows, Samples(owner, values, dict(zip(sample_labels, labels, strict=True))),
+                             sel.row_filters(rows) != 0)
+
     # ------------------------------------------------------------------------------------ merges
 
     @_bounded
-    def merge(self, tenant: str, query: str, start: int, end: int, granularity: str = "functions",
+    def merge(self, tenant: Tenants, query: str, start: int, end: int, granularity: str = "functions",
               profiles: Sequence[tuple[int, int]] | None = None) -> Merged:
         """The merge of the matching profiles; with `profiles`, of only those (series id, time) pairs."""
         sel = self._select(tenant, query, start, end)
@@ -275,7 +297,7 @@ class Querier:
         return self._answer(sel, [self._selected(tenant, sel, start, end, granularity, profiles, symbols)], symbols)
 
     @_bounded
-    def merge_any(self, tenant: str, queries: Sequence[str], start: int, end: int, granularity: str = "functions",
+    def merge_any(self, tenant: Tenants, queries: Sequence[str], start: int, end: int, granularity: str = "functions",
                   profiles: Sequence[tuple[int, int]] | None = None) -> Merged:
         """The merge of the samples any of `queries` selects, which must select disjoint samples (one of
         each pair's sample matchers excludes the other's): Pyroscope's span selections, whose samples carry
@@ -288,7 +310,7 @@ class Querier:
         return self._answer(selections[-1], [self._selected(tenant, sel, start, end, granularity, profiles, symbols)
                                              for sel in selections], symbols)
 
-    def _selected(self, tenant: str, sel: Selection, start: int, end: int, granularity: str,
+    def _selected(self, tenant: Tenants, sel: Selection, start: int, end: int, granularity: str,
                   profiles: Sequence[tuple[int, int]] | None, symbols: QuerySymbols | None) -> Piece:
         """The selection merged here over the range; with `profiles`, only those (series id, time) pairs."""
         # in block order: a merge adds exactly (integers, gauges' exact shares), so any set order will do
@@ -300,7 +322,7 @@ class Querier:
                           symbols)
 
     @_bounded
-    def changes(self, tenant: str, a: tuple[str, int, int], b: tuple[str, int, int],
+    def changes(self, tenant: Tenants, a: tuple[str, int, int], b: tuple[str, int, int],
                 settings: Settings = DEFAULT_SETTINGS, order: str = "self", granularity: str = "functions") -> Changes:
         """What changed from selection `a` (query, start, end) to `b`, function by function, each stored
         profile one observation (`flamewatch.changes.stats`)."""
@@ -319,7 +341,7 @@ class Querier:
                        settings, order)
 
     @_bounded
-    def analyze(self, tenant: str, query: str, start: int, end: int) -> tuple[QueryCost, int]:
+    def analyze(self, tenant: Tenants, query: str, start: int, end: int) -> tuple[QueryCost, int]:
         """What merging the query over the range would read (blocks, series, profiles, bytes), from the
         index alone, and the tenant's `--query.max-bytes` (0: none)."""
         sel = self._select(tenant, query, start, end)
@@ -328,14 +350,14 @@ class Querier:
         return cost.cost_of_counts(counts, {b: o.bytes for b, o in objects.items()}), self.config.max_bytes_of(tenant)
 
     @_bounded
-    def nearest(self, tenant: str, query: str, time_ns: int, granularity: str = "functions") -> Merged:
+    def nearest(self, tenant: Tenants, query: str, time_ns: int, granularity: str = "functions") -> Merged:
         sel = self._select(tenant, query, *_ALL_TIME)
         rows = index.nearest_profile(self.db, [s.id for s in sel.series], time_ns)
         symbols = self._symbols(tenant)
         return self._answer(sel, [self._read(tenant, rows, sel, None, granularity, None, symbols)], symbols)
 
     @_bounded
-    def pprof(self, tenant: str, query: str, start: int, end: int, time_ns: int | None) -> tuple[Merged, bytes]:
+    def pprof(self, tenant: Tenants, query: str, start: int, end: int, time_ns: int | None) -> tuple[Merged, bytes]:
         """The merge (or the profile nearest `time_ns`) as pprof, with everything the profiles stored."""
         if time_ns is not None:
             sel = self._select(tenant, query, *_ALL_TIME)
@@ -350,7 +372,7 @@ class Querier:
         body = render_pprof(gathered, sel.profile_type, header, named)
         return Merged(sel.profile_type, None, self._profiles(r), tuple(symbols.state.warnings) if symbols else ()), body
 
-    def _select(self, tenant: str, query: str, start: int, end: int) -> Selection:
+    def _select(self, tenant: Tenants, query: str, start: int, end: int) -> Selection:
         q = parse_query(query)
         selection.check_matcher_count(q.matchers, self.config.max_matchers)
         if q.profile_type is None:
@@ -363,14 +385,14 @@ class Querier:
         ptype = ProfileType.parse(q.profile_type) if candidates else self._known_type(tenant, q)
         return selection.split(candidates, q.matchers, ptype)
 
-    def _known_type(self, tenant: str, q: Query) -> ProfileType:
+    def _known_type(self, tenant: Tenants, q: Query) -> ProfileType:
         known = index.profile_types(self.db, tenant, *_ALL_TIME)
         if q.profile_type not in known:
             listing = ", ".join(known) if known else "none yet"
             raise NotFoundError(f'unknown profile type "{q.profile_type}"; stored types are: {listing}')
         return ProfileType.parse(q.profile_type)
 
-    def _symbols(self, tenant: str) -> QuerySymbols | None:
+    def _symbols(self, tenant: Tenants) -> QuerySymbols | None:
         return self.symbolization.for_query(tenant) if self.symbolization is not None else None
 
     def _answer(self, sel: Selection, pieces: list[Piece], symbols: QuerySymbols | None) -> Merged:
@@ -383,7 +405,7 @@ class Querier:
         symbols.note_unnamed(merged.unnamed, tree.names)
         return Merged(sel.profile_type, tree, sum(p.profiles for p in pieces), tuple(symbols.state.warnings))
 
-    def _read(self, tenant: str, rows: ProfileRows, sel: Selection, divisors: np.ndarray | None, granularity: str,
+    def _read(self, tenant: Tenants, rows: ProfileRows, sel: Selection, divisors: np.ndarray | None, granularity: str,
               span: tuple[int, int] | None, symbols: QuerySymbols | None) -> Piece:
         """The rows merged here, each divided by its divisor (None: none is), within the tenant's cost limit;
         with `span`, the range they are every profile of, the whole hours in it are read from pre-merged
@@ -393,7 +415,8 @@ class Querier:
         by_tree = self._by_tree(rows, r.row_filter, objects, span)
         return Piece(combine(self.read_partials(r, by_tree, granularity, symbols)), self._profiles(r))
 
-    def _split(self, tenant: str, query: str, sel: Selection, start: int, end: int, granularity: str) -> Merged | None:
+    def _split(self, tenant: Tenants, query: str, sel: Selection, start: int, end: int,
+               granularity: str) -> Merged | None:
         """The merge cut in time with the peers (`fanout`), once the index's counts hold it within the
         tenant's cost limit; None when it would read too little to split or no peer is live."""
         assert self.peers is not None
@@ -422,8 +445,8 @@ class Querier:
             lambda lo, hi: self._piece(tenant, sel, lo, hi, divisors, granularity, symbols), self.blocks.paths),
             symbols)
 
-    def _piece(self, tenant: str, sel: Selection, start: int, end: int, divisors: tuple[np.ndarray, np.ndarray] | None,
-               granularity: str, symbols: QuerySymbols | None) -> Piece:
+    def _piece(self, tenant: Tenants, sel: Selection, start: int, end: int,
+               divisors: tuple[np.ndarray, np.ndarray] | None, granularity: str, symbols: QuerySymbols | None) -> Piece:
         """The selection merged over [start, end], a piece of a split merge's range; a gauge's values
         divided by `divisors` (series ids, ascending, and their profiles over the whole range)."""
         rows = index.profile_rows(self.db, [s.id for s in sel.series], start, end, block_order=True)
@@ -451,8 +474,9 @@ class Querier:
         return [self.trees.tree(r.take(np.flatnonzero(by_tree)), granularity, symbols),
                 self.source.tree(r.take(np.flatnonzero(~by_tree)), granularity, symbols)]
 
-    def partial(self, tenant: str, query: str, piece: tuple[int, int], divisors: tuple[np.ndarray, np.ndarray] | None,
-                granularity: str, symbolize: bool) -> tuple[Piece, list[str]]:
+    def partial(self, tenant: Tenants, query: str, piece: tuple[int, int],
+                divisors: tuple[np.ndarray, np.ndarray] | None, granularity: str,
+                symbolize: bool) -> tuple[Piece, list[str]]:
         """A piece of another querier's split merge (`fanout`), and the warnings symbolizing it gave."""
         sel = self._select(tenant, query, *piece)
         if sel.profile_type.is_gauge and divisors is None:

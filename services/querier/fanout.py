@@ -41,6 +41,7 @@ from flamewatch.querier.shares import Shares
 from flamewatch.querier.sources import PartialTree
 from flamewatch.ratelimitedlog import RateLimitedLog
 from flamewatch.rpc.channels import grpc_blocking_channel
+from flamewatch.rpc.tenant import HEADER, Tenants, joined
 from flamewatch.storage.blockformat import TREE_SPAN_NS
 from flamewatch.storage.frames import forest_depths
 
@@ -253,7 +254,7 @@ class Peers:
         now = time.monotonic()
         return [a for a in self._addresses() if self._resting.get(a, 0.0) <= now]
 
-    def pieces(self, tenant: str, pieces: list[Range], peers: list[str],
+    def pieces(self, tenant: Tenants, pieces: list[Range], peers: list[str],
                request: Callable[[Range], partial_pb2.MergePartialRequest], read: ReadPiece,
                paths: PathIndex) -> list[Piece]:
         """The merged pieces: the first read here, the others by the peers, round robin (`read` here
@@ -272,13 +273,13 @@ class Peers:
             for _, _, future in calls:
                 future.cancel()  # a no-op for answered calls; stops the rest when this merge failed
 
-    def _call(self, address: str, tenant: str, request: partial_pb2.MergePartialRequest) -> grpc.Future:
+    def _call(self, address: str, tenant: Tenants, request: partial_pb2.MergePartialRequest) -> grpc.Future:
         with self._lock:
             if address not in self._stubs:
                 channel = grpc_blocking_channel(address, _CHANNEL_OPTIONS)
                 self._stubs[address] = (channel, partial_pb2_grpc.PartialServiceStub(channel))
             stub = self._stubs[address][1]
-        return stub.MergePartial.future(request, timeout=deadline.remaining(), metadata=(("x-scope-orgid", tenant),))
+        return stub.MergePartial.future(request, timeout=deadline.remaining(), metadata=((HEADER, joined(tenant)),))
 
     def _answer(self, address: str, piece: Range, future: grpc.Future, read: ReadPiece, paths: PathIndex) -> Piece:
         try:

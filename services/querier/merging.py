@@ -149,12 +149,12 @@ def path_sums(blocks: BlockCache, r: Rows, granularity: str = "functions", symbo
     unnamed: dict[str, str] = {}
     for batch in _batches(_groups(blocks, r), _SYMBOLIZE_BATCH if symbols is not None else 1):
         if symbols is not None:
-            symbols.prepare([g.block.reader for g in batch])
+            symbols.prepare([g.block.reader for g in batch], [g.block.tenant for g in batch])
         for g in batch:
             node_paths = g.block.paths(granularity, symbols)  # may add paths, so the sum grows after it
             sums.add(g, node_paths, (read or profile_entries)(g, sums.owned), len(blocks.paths))
             if symbols is not None:
-                unnamed.update(symbols.unnamed(g.block.reader))
+                unnamed.update(symbols.unnamed(g.block.reader, g.block.tenant))
         del batch  # its blocks go before the next batch is fetched
     return sums.result(len(blocks.paths)), unnamed
 
@@ -262,7 +262,7 @@ def gather_rows(blocks: BlockCache, r: Rows, symbols: QuerySymbols | None = None
                            one_profile=True, set_masks=[g.set_mask for g in groups])
     named = NO_NAMES
     if symbols is not None:
-        symbols.prepare([g.block.reader for g in groups])
+        symbols.prepare([g.block.reader for g in groups], [g.block.tenant for g in groups])
         named = Named(*gathered_chains(symbols, gathered.symbols))
     return gathered, _header([(g.block.reader, g.rows) for g in groups]), named
 

@@ -20,7 +20,7 @@ from flamewatch.pprof.profile_types import ProfileType
 from flamewatch.querier import api, deadline
 from flamewatch.querier.engine import Points, Querier
 from flamewatch.querier.formats.flamegraph import render_flamegraph
-from flamewatch.rpc.auth import ReadTenant
+from flamewatch.rpc.auth import ReadTenants
 from flamewatch.rpc.disconnect import caller_gone
 from flamewatch.rpc.openapi import ERROR_RESPONSES
 
@@ -38,7 +38,7 @@ def router(q: Querier) -> APIRouter:
 
     @r.get("/render", summary="Pyroscope's render: a merge as flamebearer JSON with its timeline",
            response_model=None)
-    def render(query: str, tenant: ReadTenant, start: Annotated[str | None, Query(alias="from")] = None,
+    def render(query: str, tenant: ReadTenants, start: Annotated[str | None, Query(alias="from")] = None,
                until: str | None = None, max_nodes: MaxNodes = None, max_nodes_camel: MaxNodesCamel = None,
                group_by: Annotated[list[str] | None, Query(alias="groupBy")] = None,
                aggregation: str | None = None) -> dict[str, Any]:
@@ -60,7 +60,7 @@ def router(q: Querier) -> APIRouter:
 
     @r.get("/render-diff", summary="Pyroscope's render-diff: two merges as one diff flamebearer",
            response_model=None)
-    def render_diff(leftQuery: str, rightQuery: str, tenant: ReadTenant,  # noqa: N803 (Pyroscope's names)
+    def render_diff(leftQuery: str, rightQuery: str, tenant: ReadTenants,  # noqa: N803 (Pyroscope's names)
                     leftFrom: str | None = None, leftUntil: str | None = None,  # noqa: N803
                     rightFrom: str | None = None, rightUntil: str | None = None,  # noqa: N803
                     max_nodes: MaxNodes = None, max_nodes_camel: MaxNodesCamel = None) -> dict[str, Any]:

@@ -1,4 +1,7 @@
-"""The querier's REST/JSON API under /api/v1/ (tenants, labels, series, totals, merged profiles, diff)."""
+"""The querier's REST/JSON API under /api/v1/ (tenants, labels, series, totals, merged profiles, diff).
+
+Every read may name several tenants (`X-Scope-OrgID: team-a|team-b`, `ReadTenants`) and answers over all
+of them, as Pyroscope's v2 read path does."""
 
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ from flamewatch.querier.rest_models import (
     SeriesAnswer,
     TenantsAnswer,
 )
-from flamewatch.rpc.auth import Authenticated, ReadTenant
+from flamewatch.rpc.auth import Authenticated, ReadTenants
 from flamewatch.rpc.openapi import ERROR_RESPONSES, ErrorBody
 
 From = Annotated[str | None, Query(alias="from", description="start: epoch s/ms/ns, RFC 3339 or now-1h")]
@@ -58,28 +61,28 @@ def router(q: Querier) -> APIRouter:
                                               for t in api.tenants(q, caller)]}
 
     @r.get("/profile_types", summary="Profile types with data in the range", **_answers(ProfileTypesAnswer))
-    def profile_types(tenant: ReadTenant, start: From = None, until: Until = None) -> dict:
+    def profile_types(tenant: ReadTenants, start: From = None, until: Until = None) -> dict:
         types = q.profile_types(tenant, *api.time_range(start, until))
         return {"status": "success", "data": [_type_json(t) for t in types]}
 
     @r.get("/labels", summary="Label names of matching series", **_answers(NamesAnswer))
-    def labels(tenant: ReadTenant, match: Match = None, start: From = None, until: Until = None) -> dict:
+    def labels(tenant: ReadTenants, match: Match = None, start: From = None, until: Until = None) -> dict:
         names = q.label_names(tenant, match or [], *api.time_range(start, until))
         return {"status": "success", "data": names}
 
     @r.get("/label/{name}/values", summary="Values of one label across matching series", **_answers(NamesAnswer))
-    def label_values(name: str, tenant: ReadTenant, match: Match = None, start: From = None,
+    def label_values(name: str, tenant: ReadTenants, match: Match = None, start: From = None,
                      until: Until = None) -> dict:
         values = q.label_values(tenant, name, match or [], *api.time_range(start, until))
         return {"status": "success", "data": values}
 
     @r.get("/series", summary="Label sets of matching series", **_answers(SeriesAnswer))
-    def series(tenant: ReadTenant, match: Match = None, start: From = None, until: Until = None) -> dict:
+    def series(tenant: ReadTenants, match: Match = None, start: From = None, until: Until = None) -> dict:
         found = q.series(tenant, match or [], *api.time_range(start, until))
         return {"status": "success", "data": [s.labels for s in found]}
 
     @r.get("/query_range", summary="Profile totals per step, from the index", **_answers(QueryRangeAnswer))
-    def query_range(query: str, tenant: ReadTenant, start: From = None, until: Until = None,
+    def query_range(query: str, tenant: ReadTenants, start: From = None, until: Until = None,
                     step: str | None = None, group_by: Annotated[list[str] | None, Query()] = None) -> dict:
         lo, hi = api.time_range(start, until)
         totals = q.query_range(tenant, query, lo, hi, api.step_ns(step, lo, hi),
@@ -92,7 +95,7 @@ def router(q: Querier) -> APIRouter:
     @r.get("/query", summary="Merge of all matching profiles (or the one nearest `time`)", response_model=None,
            responses={200: {"model": QueryAnswer, "content": PPROF_BODY,
                             "description": "JSON, or with format=pprof a gzipped pprof profile"}})
-    def query(query: str, tenant: ReadTenant, start: From = None, until: Until = None,
+    def query(query: str, tenant: ReadTenants, start: From = None, until: Until = None,
               time: str | None = None, format: Format = "flamegraph", max_nodes: MaxNodes = None,
               granularity: Granularity = None):
         lo, hi = api.time_range(start, until)
@@ -109,11 +112,11 @@ def router(q: Querier) -> APIRouter:
 
     @r.get("/analyze", summary="What the query would read (blocks, their bytes, series, profiles), from the "
            "index alone, and the tenant's limit on it", **_answers(AnalyzeAnswer))
-    def analyze(query: str, tenant: ReadTenant, start: From = None, until: Until = None) -> dict:
+    def analyze(query: str, tenant: ReadTenants, start: From = None, until: Until = None) -> dict:
         return api.analyze(q, tenant, query, *api.time_range(start, until)).json()
 
     @r.get("/changes", summary="What changed from selection a to b, function by function, with significance")
-    def changes(tenant: ReadTenant, query: str | None = None, label: str | None = None, a: str | None = None,
+    def changes(tenant: ReadTenants, query: str | None = None, label: str | None = None, a: str | None = None,
                 b: str | None = None, a_query: str | None = None, b_query: str | None = None,
                 start: From = None, until: Until = None, a_from: str | None = None, a_until: str | None = None,
                 b_from: str | None = None, b_until: str | None = None, order: Literal["self", "total"] = "self",
@@ -127,7 +130,7 @@ def router(q: Querier) -> APIRouter:
 
     @r.get("/diff", summary="Two merges side by side as one diff flamegraph: left_query and right_query, or "
            "query, label, a and b as /changes takes them", **_answers(DiffAnswer))
-    def diff(tenant: ReadTenant, left_query: str | None = None, right_query: str | None = None,
+    def diff(tenant: ReadTenants, left_query: str | None = None, right_query: str | None = None,
              query: str | None = None, label: str | None = None, a: str | None = None, b: str | None = None,
              start: From = None, until: Until = None, left_from: str | None = None, left_until: str | None = None,
              right_from: str | None = None, right_until: str | None = None, max_nodes: MaxNodes = None) -> dict:

@@ -1,7 +1,8 @@
 """The querier: label, series, totals and merged-profile queries over gRPC and REST.
 
 Inputs: the Postgres index and block objects (read through a local cache).
-Outputs: QueryService (gRPC) and /api/v1/* (REST/JSON), both served by `api`.
+Outputs: QueryService (gRPC) and /api/v1/* (REST/JSON), both served by `api`. Reads take the tenants the
+`x-scope-orgid` metadata names (one, or several joined by "|"), as the REST API does.
 """
 
 from __future__ import annotations
@@ -12,10 +13,9 @@ import threading
 import grpc
 
 from flamewatch.api.flamewatch.v1 import partial_pb2_grpc, query_pb2, query_pb2_grpc
-from flamewatch.auth.caller import Action
 from flamewatch.querier import api, convert, deadline, fanout
 from flamewatch.querier.engine import Querier
-from flamewatch.rpc.auth import grpc_caller, grpc_tenant
+from flamewatch.rpc.auth import grpc_caller, grpc_tenants
 from flamewatch.rpc.grpc_server import handled
 
 
@@ -33,7 +33,7 @@ class QueryServicer(query_pb2_grpc.QueryServiceServicer):
         self._q = querier
 
     async def _call(self, context, fn, *args):
-        return await asyncio.to_thread(fn, grpc_tenant(context, Action.READ), *args)
+        return await asyncio.to_thread(fn, grpc_tenants(context), *args)
 
 
     @handled
@@ -73,7 +73,7 @@ class QueryServicer(query_pb2_grpc.QueryServiceServicer):
 
     @handled
     async def Query(self, request, context):
-        tenant = grpc_tenant(context, Action.READ)  # first: a caller who may not read learns nothing else
+        tenant = grpc_tenants(context)  # first: a caller who may not read learns nothing else
         fmt = convert.FORMAT_NAMES.get(request.format)
         if fmt is None:
             raise ValueError(f"unknown format {request.format}")
@@ -91,7 +91,7 @@ class QueryServicer(query_pb2_grpc.QueryServiceServicer):
 
     @handled
     async def Diff(self, request, context):
-        tenant = grpc_tenant(context, Action.READ)
+        tenant = grpc_tenants(context)
         left = (request.left_query, *_range(request.left_range))
         right = (request.right_query, *_range(request.right_range))
         max_nodes = api.check_max_nodes(request.max_nodes or None, self._q.config.default_max_nodes)
@@ -100,7 +100,7 @@ class QueryServicer(query_pb2_grpc.QueryServiceServicer):
 
     @handled
     async def Changes(self, request, context):
-        tenant = grpc_tenant(context, Action.READ)
+        tenant = grpc_tenants(context)
         a = (request.a_query, *_range(request.a_range))
         b = (request.b_query, *_range(request.b_range))
         found = await asyncio.to_thread(api.changes, self._q, tenant, a, b, request.order or "self",
@@ -112,7 +112,7 @@ class QueryServicer(query_pb2_grpc.QueryServiceServicer):
 
     @handled
     async def AnalyzeQuery(self, request, context):
-        tenant = grpc_tenant(context, Action.READ)
+        tenant = grpc_tenants(context)
         found = await asyncio.to_thread(api.analyze, self._q, tenant, request.query, *_range(request.range))
         return query_pb2.AnalyzeQueryResponse(blocks=found.cost.blocks, series=found.cost.series,
                                               profiles=found.cost.profiles, block_bytes=found.cost.bytes,
@@ -133,7 +133,7 @@ class PartialServicer(partial_pb2_grpc.PartialServiceServicer):
 
     @handled
     async def MergePartial(self, request, context):
-        tenant = grpc_tenant(context, Action.READ)
+        tenant = grpc_tenants(context)
         query, piece, divisors = fanout.request_range(request)
         gone = threading.Event()
         context.add_done_callback(lambda _: gone.set())

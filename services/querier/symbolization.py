@@ -9,6 +9,9 @@ Debug information uploaded after a profile was stored therefore names it at the 
 Debug information belongs to tenants, so every answer is the query's tenant's: the symbolizer is asked
 with the tenant named, and each object key, in memory and in Postgres, starts with the tenant
 (`<tenant>/<build ID>`, `<tenant>/name:<file>`), so one tenant's upload never names another's frames.
+A read of several tenants (X-Scope-OrgID a|b) names each block's frames by its own tenant's debug
+information, as that tenant's read would; only pprof, which merges equal frames of all the blocks into one,
+names such a frame by the first of the tenants (sorted) whose debug information knows it.
 Only objects the symbolizer accepts are asked about (`flamewatch.buildid`): a mapping whose build ID is
 not hex of a sane length, or whose file name is no file's, keeps its addresses.
 
@@ -24,7 +27,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -33,6 +36,7 @@ import numpy as np
 
 from flamewatch.buildid import is_build_id, is_file_name
 from flamewatch.pprof.wire import expand_ranges
+from flamewatch.rpc.tenant import Tenants, tenant_ids
 from flamewatch.storage.blockread import BlockReader
 from flamewatch.storage.postgres import Database
 from flamewatch.storage.symbols import Symbols
@@ -99,29 +103,40 @@ class _Unresolved:
 
 @dataclass(frozen=True, eq=False)
 class QuerySymbols:
-    """The symbolization step as one query uses it: the shared answers, the query's tenant (whose debug
-    information names its frames) and this query's state."""
+    """The symbolization step as one query uses it: the shared answers, the query's tenants (whose debug
+    information names its frames: one, or the several a read names, sorted) and this query's state.
+
+    A block's frames are named by its own tenant's debug information (`owner`), given as `tenant` where
+    a block is named; a block of a tenant the query does not read (keys outside the usual layout, in tests
+    and tools) and a read of one tenant use the query's first."""
 
     symbolization: Symbolization
-    tenant: str
+    tenants: tuple[str, ...]
     state: QueryState
 
     @property
     def generation(self) -> int:
         return self.symbolization.generation
 
-    def prepare(self, readers: list[BlockReader]) -> None:
-        self.symbolization.prepare(readers, self.state, self.tenant)
+    def owner(self, tenant: str) -> str:
+        """The tenant whose debug information names a block of `tenant`."""
+        return tenant if tenant in self.tenants else self.tenants[0]
 
-    def has_addresses(self, reader: BlockReader) -> bool:
-        return len(_unresolved(reader, self.tenant).frame) > 0
+    def prepare(self, readers: list[BlockReader], tenants: Sequence[str] = ()) -> None:
+        """`tenants`: the tenant of each reader's block (none: the query's first)."""
+        owners = [self.owner(t) for t in tenants] if tenants else [self.tenants[0]] * len(readers)
+        for tenant in dict.fromkeys(owners):
+            self.symbolization.prepare([r for r, o in zip(readers, owners) if o == tenant], self.state, tenant)
 
-    def chains(self, reader: BlockReader) -> BlockChains:
-        return self.symbolization.chains(reader, self.tenant)
+    def has_addresses(self, reader: BlockReader, tenant: str = "") -> bool:
+        return len(_unresolved(reader, self.owner(tenant)).frame) > 0
 
-    def unnamed(self, reader: BlockReader) -> dict[str, str]:
+    def chains(self, reader: BlockReader, tenant: str = "") -> BlockChains:
+        return self.symbolization.chains(reader, self.owner(tenant))
+
+    def unnamed(self, reader: BlockReader, tenant: str = "") -> dict[str, str]:
         """The names shown for the block's frames that stay addresses, each with its object."""
-        return self.symbolization.unnamed(reader, self.tenant)
+        return self.symbolization.unnamed(reader, self.owner(tenant))
 
     def note_unnamed(self, unnamed: Mapping[str, str], shown: np.ndarray) -> None:
         """Warn, once per object, about frames still shown as addresses (`unnamed`: name -> object, of
@@ -149,8 +164,8 @@ class Symbolization:
 
     # --------------------------------------------------------------------------------- per query
 
-    def for_query(self, tenant: str) -> QuerySymbols:
-        return QuerySymbols(self, tenant, QueryState())
+    def for_query(self, tenant: Tenants) -> QuerySymbols:
+        return QuerySymbols(self, tenant_ids(tenant), QueryState())
 
     def prepare(self, readers: list[BlockReader], state: QueryState, tenant: str) -> None:
         """Learn the chains of every unsymbolized frame of these blocks (all the tenant's): memory,
@@ -183,13 +198,18 @@ class Symbolization:
             chains = list(self._chains)
         return _block_chains(reader, un.frame[ids >= 0], ids[ids >= 0], chains)
 
-    def named(self, un: _Unresolved) -> tuple[np.ndarray, list[Chain]]:
-        """Of these address frames, those with an answer that names them, and their chains."""
+    def named(self, keyed: list[_Unresolved]) -> tuple[np.ndarray, list[Chain]]:
+        """Of these address frames, keyed for each of the query's tenants in turn, those with an answer
+        that names them (the first tenant's that knows one), and their chains."""
         with self._lock:
-            ids = [self._known.get((k, o), -1) for k, o in zip(un.key.tolist(), un.offset.tolist())]
-            chains = [self._chains[i] if i >= 0 else () for i in ids]
+            ids = np.full(len(keyed[0].frame), -1, np.int64)
+            for un in keyed:
+                known = [self._known.get((k, o), -1) for k, o in zip(un.key.tolist(), un.offset.tolist())]
+                ids = np.where(ids >= 0, ids, np.array(known, np.int64))
+            chains = [self._chains[i] if i >= 0 else () for i in ids.tolist()]
         named = np.array([bool(c) for c in chains], bool)
-        return un.frame[named] if len(un.frame) else un.frame, [c for c in chains if c]
+        frame = keyed[0].frame
+        return frame[named] if len(frame) else frame, [c for c in chains if c]
 
     def unnamed(self, reader: BlockReader, tenant: str) -> dict[str, str]:
         """The names shown for the block's frames that stay addresses (no answer yet, or an answer with no
@@ -361,13 +381,13 @@ def _object_key(tenant: str, build_id: str, file_name: str) -> str:
 
 def gathered_chains(symbols: QuerySymbols, gathered: Symbols) -> tuple[np.ndarray, list[Chain]]:
     """The frames of gathered symbols (see `flamewatch.storage.gather`) that are bare addresses named by
-    what the symbolizer answered for the query's tenant, and their chains (innermost first); `prepare` the
-    blocks first."""
+    what the symbolizer answered for the query's tenants, and their chains (innermost first); `prepare` the
+    blocks first. Equal frames of several tenants' blocks are one frame here: the first tenant whose debug
+    information knows it names it."""
     mp, strings = gathered.mappings, gathered.strings
-    un = _address_frames(gathered.frames, _Mappings(
-        mp[:, 2].view(np.uint64), mp[:, 3].view(np.uint64), mp[:, 4].view(np.uint64),
-        _texts(strings, mp[:, 1]), _texts(strings, mp[:, 0])), symbols.tenant)
-    return symbols.symbolization.named(un)
+    mappings = _Mappings(mp[:, 2].view(np.uint64), mp[:, 3].view(np.uint64), mp[:, 4].view(np.uint64),
+                         _texts(strings, mp[:, 1]), _texts(strings, mp[:, 0]))
+    return symbols.symbolization.named([_address_frames(gathered.frames, mappings, t) for t in symbols.tenants])
 
 
 def _wanted(parts: list[_Unresolved]) -> dict[str, tuple[str, str, np.ndarray]]:

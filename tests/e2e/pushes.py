@@ -13,6 +13,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from infra.stringtable import interner
+
 from flamewatch.api.perftools.profiles import profile_pb2
 
 
@@ -112,6 +114,24 @@ def rewritten(data: bytes, *, time_ns: int, scale: int = 1, padding: int = 0) ->
     if padding:
         profile.string_table.extend(secrets.token_hex(32) for _ in range(padding // 64 + 1))
     return gzip.compress(profile.SerializeToString())
+
+
+def cpu_profile(time_ns: int, samples: list[tuple[int, dict[str, str]]]) -> bytes:
+    """A gzipped CPU pprof (cpu:nanoseconds) whose samples have these values and string labels (empty
+    ones left out), their stacks main→work and main→idle in turn: a profile of known total."""
+    p = profile_pb2.Profile(string_table=[""], time_nanos=time_ns, duration_nanos=10**9, period=10**7)
+    s = interner(p)
+    p.sample_type.add(type=s("cpu"), unit=s("nanoseconds"))
+    p.period_type.type, p.period_type.unit = s("cpu"), s("nanoseconds")
+    for i, name in enumerate(["main", "work", "idle"], start=1):
+        p.function.add(id=i, name=s(name), system_name=s(name), filename=s("main.go"))
+        p.location.add(id=i, address=0x1000 * i).line.add(function_id=i, line=i)
+    for n, (value, labels) in enumerate(samples):
+        sample = p.sample.add(location_id=[2 + n % 2, 1], value=[value])
+        for key, text in labels.items():
+            if text:
+                sample.label.add(key=s(key), str=s(text))
+    return gzip.compress(p.SerializeToString())
 
 
 def with_stackless_sample(data: bytes, values: list[int]) -> bytes:

@@ -234,8 +234,9 @@ def test_query_errors_carry_connect_codes(pyro: Cluster):
     unknown = _query(pyro, "SelectEverything", {}, "q", status=404)
     assert unknown == {"code": "unimplemented",
                        "message": "querier.v1.QuerierService has no method 'SelectEverything'"}
-    lacking = _query(pyro, "SelectHeatmap", {}, "q", status=501)
-    assert lacking["code"] == "unimplemented" and "SelectHeatmap is not implemented" in lacking["message"]
+    stepless = _query(pyro, "SelectHeatmap", {}, "q", status=400)  # every QuerierService method is served
+    assert stepless == {"code": "invalid_argument",
+                        "message": "step must be a number of seconds from 0.001 (1 ms) to 1e+09, got 0.0"}
     bad = _query(pyro, "Series", {"matchers": ['{service_name="x"']}, "q", status=400)
     assert bad["code"] == "invalid_argument" and "invalid selector" in bad["message"], bad
     nameless = _query(pyro, "LabelValues", {}, "q", status=400)

@@ -7,6 +7,7 @@ The querier's part runs on a real Postgres with blocks of a gperftools profile o
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from integration.test_querier_symbolization import InProcess
 from integration.test_query_answers import ALL, BASE, CPU
 from integration.test_symbolizer import _text_range
 
+from flamewatch.api.perftools.profiles import profile_pb2
 from flamewatch.ingester.config import IngestLimits
 from flamewatch.ingester.prepare import prepare
 from flamewatch.ingester.writer import BlockWriter
@@ -181,9 +183,10 @@ def merged_names(querier: Querier, tenant: str) -> set[str]:
     return set(querier.merge(tenant, CPU + '{service_name="burn"}', *ALL).tree.names.tolist())
 
 
-@pytest.mark.go
-@pytest.mark.postgres
-def test_each_tenants_query_is_named_from_its_own_uploads_in_memory_and_in_postgres(db, tmp_path: Path):
+def _three_tenants_two_uploads(db, tmp_path: Path):
+    """The same stripped program's profile stored in team-a, team-b and team-c; team-a uploads the binary
+    whose hot function is hash_loop_of_a, team-b one naming it hash_loop_of_b, team-c none. The store and
+    the symbolizer, and team-b's binary."""
     mine, theirs = burn("hash_loop_of_a", SAME_ID), burn("hash_loop_of_b", SAME_ID)
     _, pprof = native.profile(mine.stripped, 1.0, tmp_path)  # a gperftools profile: the file name, no build ID
     store = objects(tmp_path)
@@ -192,6 +195,13 @@ def test_each_tenants_query_is_named_from_its_own_uploads_in_memory_and_in_postg
     s = symbolizer(store)
     s.upload("team-a", mine.path.read_bytes(), "burn")
     s.upload("team-b", theirs.path.read_bytes(), "burn")
+    return store, s, theirs
+
+
+@pytest.mark.go
+@pytest.mark.postgres
+def test_each_tenants_query_is_named_from_its_own_uploads_in_memory_and_in_postgres(db, tmp_path: Path):
+    store, s, theirs = _three_tenants_two_uploads(db, tmp_path)
     s.upload(SHARED, theirs.path.read_bytes(), "burn")  # the shared set never answers for a file name
 
     def querier(step: Symbolization) -> Querier:
@@ -217,3 +227,26 @@ def test_each_tenants_query_is_named_from_its_own_uploads_in_memory_and_in_postg
         assert merged_names(q, "team-a") & {"hash_loop_of_a", "hash_loop_of_b"} == {"hash_loop_of_a"}
     finally:
         nothing_uploaded.close()
+
+
+@pytest.mark.go
+@pytest.mark.postgres
+def test_a_read_of_several_tenants_names_each_tenants_blocks_by_its_own_uploads(db, tmp_path: Path):
+    store, s, _ = _three_tenants_two_uploads(db, tmp_path)
+    step = Symbolization(InProcess(s), db, retry_missing_s=0.0)
+    try:
+        q = Querier(db, BlockCache(store, 1 << 30, 4, PathIndex()), QuerierConfig(), step)
+        ab, ac = (set(q.merge(t, CPU + '{service_name="burn"}', *ALL).tree.names.tolist())
+                  for t in (("team-a", "team-b"), ("team-a", "team-c")))
+        alone = merged_names(q, "team-c")
+        gathered = profile_pb2.Profile.FromString(gzip.decompress(q.pprof(("team-b", "team-c"), CPU + "{}", *ALL,
+                                                                          None)[1]))
+    finally:
+        step.close()
+    # each block as its own tenant's read names it: the merge of the two tenants' answers
+    assert {"hash_loop_of_a", "hash_loop_of_b"} <= ab
+    assert "hash_loop_of_a" in ac and "hash_loop_of_b" not in ac
+    assert {n for n in ac if n.startswith("[burn] 0x")} == {n for n in alone if n.startswith("[burn] 0x")} != set()
+    # pprof merges the equal frames of both tenants' blocks into one: the first tenant that knows it names it
+    names = {gathered.string_table[f.name] for f in gathered.function}
+    assert "hash_loop_of_b" in names and "hash_loop_of_a" not in names

@@ -15,7 +15,7 @@ from flamewatch.auth import caller as caller_module
 from flamewatch.auth.caller import ANYONE, Action, Authenticator, Caller
 from flamewatch.auth.errors import PermissionDenied, Unauthenticated
 from flamewatch.auth.webconfig import Access, WebConfig, parse_web_config
-from flamewatch.rpc.auth import AdminOnly, ReadTenant, WriteTenant
+from flamewatch.rpc.auth import AdminOnly, ReadTenant, ReadTenants, WriteTenant
 from flamewatch.rpc.http import build_app
 
 ALICE = bcrypt.hashpw(b"alice-pw", bcrypt.gensalt(4)).decode()
@@ -60,6 +60,32 @@ def test_the_tenant_comes_from_the_credential_and_the_header_chooses_among_its_t
         "ci", "anonymous", "any-tenant")
     with pytest.raises(PermissionDenied, match="ci may not read any tenant"):
         ci.tenant(Action.READ, None)
+
+
+def test_a_read_of_several_tenants_needs_each_of_them():
+    alice = Authenticator(CONFIG).caller(basic("alice", "alice-pw"))
+    assert alice.tenants("team-b|team-a") == ("team-a", "team-b")
+    assert (alice.tenants(None), alice.tenants("team-b"), alice.tenants("team-b|team-b")) == (
+        ("team-a",), ("team-b",), ("team-b",))  # as `tenant` reads one
+    before = refusals("tenant_denied")
+    with pytest.raises(PermissionDenied, match=r"^alice may not read tenant 'team-c'; it may read 'team-a', "
+                                               r"'team-b'$"):
+        alice.tenants("team-a|team-c")
+    with pytest.raises(PermissionDenied, match=r"^alice may not read tenants 'team-c', 'team-d'; it may read"):
+        alice.tenants("team-d|team-a|team-c")
+    assert refusals("tenant_denied") == before + 2
+    with pytest.raises(ValueError, match=r'^invalid tenant "team c"'):  # a bad request before a refusal
+        alice.tenants("team-a|team c")
+    assert ANYONE.tenants("x|y") == ("x", "y")  # no web configuration file: every tenant is readable
+
+
+@pytest.mark.parametrize(("action", "why"), [(Action.WRITE, "a write names one tenant"),
+                                             (Action.READ, "this API reads one tenant at a time")])
+def test_where_one_tenant_is_needed_several_are_a_bad_request(action, why):
+    for caller in (ANYONE, Authenticator(CONFIG).caller(basic("alice", "alice-pw"))):
+        with pytest.raises(ValueError) as caught:
+            caller.tenant(action, "team-a|team-b")
+        assert str(caught.value).startswith(f'X-Scope-OrgID "team-a|team-b" names several tenants: {why}')
 
 
 @pytest.mark.parametrize(("access", "stored", "listed"), [
@@ -123,6 +149,10 @@ def _app(config: WebConfig):
     def read(tenant: ReadTenant) -> dict:
         return {"tenant": tenant}
 
+    @router.get("/reads")
+    def reads(tenants: ReadTenants) -> dict:
+        return {"tenants": list(tenants)}
+
     @router.post("/write")
     def write(tenant: WriteTenant) -> dict:
         return {"tenant": tenant}
@@ -160,10 +190,30 @@ def test_http_answers_401_with_a_challenge_403_outside_the_scope_and_the_tenant_
     assert _get(app, "GET", "/healthz").status_code == 200 and _get(app, "GET", "/readyz").status_code == 200
 
 
+def test_http_reads_several_tenants_the_caller_may_read_and_writes_one():
+    app, alice = _app(CONFIG), basic("alice", "alice-pw")
+
+    def call(method: str, path: str, tenants: str) -> httpx.Response:
+        return _get(app, method, path, authorization=alice, **{"x-scope-orgid": tenants})
+
+    assert call("GET", "/reads", "team-b|team-a").json() == {"tenants": ["team-a", "team-b"]}
+    assert _get(app, "GET", "/reads", authorization=alice).json() == {"tenants": ["team-a"]}
+    denied = call("GET", "/reads", "team-a|team-z")
+    assert denied.status_code == 403 and denied.json() == {
+        "error": "alice may not read tenant 'team-z'; it may read 'team-a', 'team-b'"}
+    bad = call("GET", "/reads", "team-a|team/z")
+    assert bad.status_code == 400 and bad.json()["error"].startswith('invalid tenant "team/z"')
+    for method, path in (("POST", "/write"), ("GET", "/read")):
+        one = call(method, path, "team-a|team-b")
+        assert one.status_code == 400 and "names several tenants" in one.json()["error"]
+    assert "a write names one tenant" in call("POST", "/write", "team-a|team-b").json()["error"]
+
+
 def test_without_a_file_http_serves_everyone_as_before():
     app = _app(WebConfig())
     assert _get(app, "GET", "/read").json() == {"tenant": "anonymous"}
     assert _get(app, "POST", "/write", **{"x-scope-orgid": "t1"}).json() == {"tenant": "t1"}
+    assert _get(app, "GET", "/reads", **{"x-scope-orgid": "t2|t1"}).json() == {"tenants": ["t1", "t2"]}
     assert _get(app, "GET", "/metrics").status_code == 200
 
 

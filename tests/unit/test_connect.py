@@ -228,3 +228,29 @@ def test_a_bug_is_internal_500(served):
 def test_a_table_naming_methods_the_service_lacks_is_refused():
     with pytest.raises(ValueError, match=r"querier.v1.QuerierService has no methods \['Push'\]"):
         connect.Service(QUERIER, Action.READ, {"Push": Recorder().push})
+
+
+def test_a_service_that_reads_several_tenants_hands_them_all_and_a_write_names_one():
+    async def tenants(request, call: connect.Call):
+        return types_pb2.LabelNamesResponse(names=list(call.tenants))
+
+    several = connect.Service(QUERIER, Action.READ, {"LabelNames": tenants}, reads_several=True)
+    pusher = connect.Service(PUSHER, Action.WRITE, {"Push": Recorder().push})
+    client = Client(build_app([connect.router(several), connect.router(pusher)], ready=lambda: []))
+
+    def call(path: str, tenant: str) -> httpx.Response:
+        return client.post(path, json={}, headers={"X-Scope-OrgID": tenant})
+
+    assert call("/querier.v1.QuerierService/LabelNames", "b|a|b").json() == {"names": ["a", "b"]}
+    assert call("/querier.v1.QuerierService/LabelNames", "").json() == {"names": ["anonymous"]}
+    _error(call("/querier.v1.QuerierService/LabelNames", "a|b c"), 400, "invalid_argument", 'invalid tenant "b c"')
+    _error(call("/push.v1.PusherService/Push", "a|b"), 400, "invalid_argument",
+           'X-Scope-OrgID "a|b" names several tenants: a write names one tenant')
+
+
+def test_a_service_that_reads_one_tenant_refuses_several(served):
+    client, r = served
+    response = client.post("/querier.v1.QuerierService/LabelNames", json={"matchers": ["{}"]},
+                           headers={"X-Scope-OrgID": "a|b"})
+    _error(response, 400, "invalid_argument", "names several tenants: this API reads one tenant at a time")
+    assert r.calls == []

@@ -18,7 +18,7 @@ type call struct {
 }
 
 // grafanaOrder lists the calls as Grafana makes them: the query editor's pickers, then a "both" query
-// (series and flamegraph), then the profiles app's extra calls.
+// (series and flamegraph), then the profiles app's extra calls, then the Drilldown app's heatmap.
 var grafanaOrder = []call{
 	{"ProfileTypes", profileTypes},
 	{"LabelNames", labelNames},
@@ -31,6 +31,7 @@ var grafanaOrder = []call{
 	{"SelectMergeProfile", selectMergeProfile},
 	{"Diff", diff},
 	{"GetProfileStats", getProfileStats},
+	{"SelectHeatmap", selectHeatmap},
 }
 
 func newClient(httpClient *http.Client, o options) querierv1connect.QuerierServiceClient {
@@ -55,6 +56,8 @@ func plannedCalls(o options) []call {
 		case c.method == "SelectMergeSpanProfile" && len(o.spanIDs) == 0:
 			continue
 		case c.method == "SelectMergeStacktracesTree" && !o.tree:
+			continue
+		case c.method == "SelectHeatmap": // Drilldown's, not the datasource's: only when -calls names it
 			continue
 		}
 		planned = append(planned, c)

@@ -6,7 +6,8 @@
 // one matcher, then a query: SelectSeries (step in seconds, group_by, limit, aggregation) and
 // SelectMergeStacktraces (max_nodes), SelectMergeSpanProfile when span ids are given; then what the profiles
 // app adds: Series, SelectMergeProfile (pprof export), Diff and GetProfileStats. The Profiles Drilldown
-// app's settings calls (SettingsGet, SettingsSet) are made when -calls names them (settings.go).
+// app's settings calls (SettingsGet, SettingsSet) and its heatmap (SelectHeatmap) are made when -calls names
+// them (settings.go, heatmap.go).
 package main
 
 import (
@@ -31,6 +32,8 @@ type options struct {
 	basicAuth                         string
 	settingName, settingValue         string
 	settingModifiedAt                 int64
+	heatmapType, heatmapExemplarType  string
+	heatmapStep                       float64
 	useJSON, sendGzip, tree, exemplar bool
 	timeout                           time.Duration
 }
@@ -64,6 +67,12 @@ func parseOptions() options {
 	flag.StringVar(&o.settingName, "setting-name", "", "name of the setting SettingsSet writes")
 	flag.StringVar(&o.settingValue, "setting-value", "", "value of the setting SettingsSet writes")
 	flag.Int64Var(&o.settingModifiedAt, "setting-modified-at", 0, "modifiedAt (ms) SettingsSet sends; 0: unset")
+	flag.StringVar(&o.heatmapType, "heatmap-type", "span", "SelectHeatmap query_type: span (Drilldown's), "+
+		"individual, or an enum number")
+	flag.StringVar(&o.heatmapExemplarType, "heatmap-exemplar-type", "", "SelectHeatmap exemplar_type: none, "+
+		"span, individual or an enum number; empty: those of what -heatmap-type counts")
+	flag.Float64Var(&o.heatmapStep, "heatmap-step", 0, "SelectHeatmap step in seconds; 0: Drilldown's, "+
+		"the range over 64, at least 1")
 	flag.DurationVar(&o.timeout, "timeout", 60*time.Second, "timeout of each call")
 	flag.Parse()
 	o.groupBy, o.spanIDs, o.calls = splitList(groupBy), splitList(spans), splitList(calls)

@@ -33,9 +33,10 @@ from flamewatch.labels.selector import Matcher, Query, parse_selector
 from flamewatch.pprof.profile_types import ProfileType
 from flamewatch.querier import api, heatmap
 from flamewatch.querier.calltree import CallTree
-from flamewatch.querier.engine import Points, Querier
+from flamewatch.querier.engine import Querier
 from flamewatch.querier.formats.flamegraph import render_flamegraph
 from flamewatch.querier.pyroscope_tree import encode_tree
+from flamewatch.querier.steps import Points
 from flamewatch.rpc import connect, labelpairs
 from flamewatch.rpc.errors import UnimplementedError
 from flamewatch.rpc.tenant import Tenants

@@ -5,7 +5,7 @@ from __future__ import annotations
 from flamewatch.api.flamewatch.v1 import query_pb2, types_pb2
 from flamewatch.pprof.profile_types import ProfileType
 from flamewatch.querier.api import TenantInfo
-from flamewatch.querier.engine import Points
+from flamewatch.querier.steps import Points
 from flamewatch.rpc import labelpairs
 
 FORMAT_NAMES = {

@@ -23,7 +23,7 @@ import numpy as np
 from flamewatch.changes.stats import Changes, Settings, compare
 from flamewatch.labels.selector import Query, parse_query, parse_selector
 from flamewatch.pprof.profile_types import ProfileType
-from flamewatch.querier import cost, deadline, fanout, selection
+from flamewatch.querier import cost, deadline, fanout, selection, steps
 from flamewatch.querier.blocks import BlockCache
 from flamewatch.querier.calltree import CallTree
 from flamewatch.querier.changes import function_shares
@@ -47,7 +47,7 @@ from flamewatch.rpc.disconnect import caller_gone
 from flamewatch.rpc.errors import NotFoundError
 from flamewatch.rpc.tenant import Tenants
 from flamewatch.storage import index
-from flamewatch.storage.frames import row_codes, run_codes
+from flamewatch.storage.frames import run_codes
 from flamewatch.storage.index import ProfileRows, Series
 from flamewatch.storage.postgres import Database
 
@@ -70,26 +70,8 @@ class Merged:
 
 
 @dataclass(frozen=True, eq=False)
-class Exemplars:
-    """Per point of a Points, the profile with the largest total in its step."""
-
-    series_id: np.ndarray  # int64
-    time: np.ndarray  # int64 ns, the profile's own time
-    value: np.ndarray  # int64, the profile's total
-    labels: list[dict[str, str]]  # of each profile's series
-
-
-@dataclass(frozen=True, eq=False)
-class Points:
-    labels: dict[str, str]
-    timestamps: np.ndarray  # int64 ns, start of each step
-    values: np.ndarray  # float64
-    exemplars: Exemplars | None = None  # only when asked for, and only from the index
-
-
-@dataclass(frozen=True, eq=False)
 class Totals:
-    series: list[Points]
+    series: list[steps.Points]
     warnings: list[str]  # what the answer may hide, e.g. a group_by label no series has
 
 
@@ -231,7 +213,7 @@ class Querier:
         return index.time_bounds(self.db, tenant)
 
     def _points(self, ptype: ProfileType, series: list[Series], start: int, end: int, step: int,
-                group_by: Sequence[str], average: bool = False, exemplars: bool = False) -> list[Points]:
+                group_by: Sequence[str], average: bool = False, exemplars: bool = False) -> list[steps.Points]:
         rows = index.profile_totals(self.db, [s.id for s in series], start, end)
         labels_of = {s.id: {k: s.labels.get(k, "") for k in group_by} for s in series}
         groups = sorted({tuple(sorted(v.items())) for v in labels_of.values()})
@@ -240,22 +222,22 @@ class Querier:
         series_group = np.array([group_index[tuple(sorted(labels_of[i].items()))] for i in series_ids.tolist()],
                                 np.int64)
         row_group = series_group[np.searchsorted(series_ids, rows.series_id)]
-        bucket = _buckets(rows.time, start, step)
-        largest: list[Exemplars | None] = [None] * len(groups)
+        bucket = steps.buckets(rows.time, start, step)
+        largest: list[steps.Exemplars | None] = [None] * len(groups)
         if exemplars:
             labels = {s.id: s.labels for s in series}
-            largest = [Exemplars(i, t, v, [labels[k] for k in i.tolist()])
-                       for i, t, v in _largest_per_step(rows, row_group, bucket, len(groups))]
-        return [Points(dict(g), _bucket_starts(b, start, step), v, e)
-                for g, (b, v), e in zip(groups, _bucket_totals(rows, row_group, bucket, len(groups),
+            largest = [steps.Exemplars(i, t, v, [labels[k] for k in i.tolist()])
+                       for i, t, v in steps.largest_per_step(rows, row_group, bucket, len(groups))]
+        return [steps.Points(dict(g), steps.bucket_starts(b, start, step), v, e)
+                for g, (b, v), e in zip(groups, steps.bucket_totals(rows, row_group, bucket, len(groups),
                                                                ptype.is_gauge and not average, average), largest)]
 
     def _sample_points(self, tenant: Tenants, sel: Selection, start: int, end: int, step: int, group_by: Sequence[str],
-                       by_sample: Sequence[str]) -> list[Points]:
+                       by_sample: Sequence[str]) -> list[steps.Points]:
         """Totals read from the blocks: some samples are filtered out, or groups split by sample labels."""
         rows = index.profile_rows(self.db, [s.id for s in sel.series], start, end)
-        bucket = _buckets(rows.time, start, step)
-        weights = _step_gauge_weights(rows, bucket) if sel.profile_type.is_gauge else None
+        bucket = steps.buckets(rows.time, start, step)
+        weights = steps.step_gauge_weights(rows, bucket) if sel.profile_type.is_gauge else None
         owner, sample_labels, values = sample_values(self.blocks, self._rows(tenant, rows, sel, weights), by_sample)
         by_series = [g for g in group_by if g not in by_sample]
         ids = np.array([s.id for s in sel.series], np.int64)
@@ -265,7 +247,7 @@ class Querier:
         row_series = order[np.searchsorted(ids[order], rows.series_id)][owner]
         columns = [table[row_series, j] for j in range(len(by_series))] + list(sample_labels)
         names = list(by_series) + list(by_sample)
-        return _grouped_points(names, columns, bucket[owner], values, start, step, group_by)
+        return steps.grouped_points(names, columns, bucket[owner], values, start, step, group_by)
 
     @_bounded
     def profile_values(self, tenant: Tenants, query: str, start: int, end: int,
@@ -503,18 +485,6 @@ def _is_one_of(rows: ProfileRows, profiles: Sequence[tuple[int, int]]) -> np.nda
     return keep
 
 
-# A range may span all of int64 (from 1677 to 2262), so time - start does not fit in int64: it is taken
-# modulo 2**64 in uint64, exact because time >= start; the bucket starts are mapped back the same way.
-def _buckets(times: np.ndarray, start: int, step: int) -> np.ndarray:
-    """The step each time falls in, counted from `start` (every time is at or after it)."""
-    offset = times.view(np.uint64) - np.uint64(start % 2**64)
-    return (offset // np.uint64(step)).astype(np.int64)
-
-
-def _bucket_starts(buckets: np.ndarray, start: int, step: int) -> np.ndarray:
-    return (buckets.astype(np.uint64) * np.uint64(step) + np.uint64(start % 2**64)).view(np.int64)
-
-
 _logged_bad_types: set[str] = set()
 
 
@@ -560,65 +530,3 @@ def _divisors_of(rows: ProfileRows, series: np.ndarray, profiles: np.ndarray) ->
     if not known.all():
         out[~known] = _gauge_divisors(rows.take(np.flatnonzero(~known)))
     return out.astype(np.int64)
-
-
-def _bucket_totals(rows: ProfileRows, group: np.ndarray, bucket: np.ndarray, n_groups: int, gauge: bool,
-                   average: bool = False):
-    """Per group, the steps that have data and their value: sums, or for gauges the per-series
-    mean within the step summed across series, or with `average` the mean over the step's profiles."""
-    values = rows.total.astype(np.float64)
-    if gauge:
-        code, first = row_codes([group, bucket, rows.series_id])
-        values = np.bincount(code, weights=values) / np.bincount(code)
-        group, bucket = group[first], bucket[first]
-    code, first = row_codes([group, bucket])
-    sums = np.bincount(code, weights=values, minlength=len(first))
-    if average:
-        sums = sums / np.maximum(np.bincount(code, minlength=len(first)), 1)
-    groups, buckets = group[first], bucket[first]  # ascending by group, then step
-    bounds = np.searchsorted(groups, np.arange(n_groups + 1))
-    return [(buckets[lo:hi], sums[lo:hi]) for lo, hi in zip(bounds[:-1], bounds[1:])]
-
-
-def _largest_per_step(rows: ProfileRows, group: np.ndarray, bucket: np.ndarray,
-                      n_groups: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """Per group, per step with data (in the order of `_bucket_totals`), the series id, time and total
-    of the profile with the largest total."""
-    if not len(group):
-        return [(np.zeros(0, np.int64),) * 3 for _ in range(n_groups)]
-    inverse, first_rows = row_codes([group, bucket])
-    uniq = np.stack([group, bucket], axis=1)[first_rows]
-    order = np.lexsort((rows.time, -rows.total, inverse))  # largest first; ties to the earliest
-    first = order[np.r_[True, inverse[order][1:] != inverse[order][:-1]]]
-    picks = [first[uniq[:, 0] == g] for g in range(n_groups)]
-    return [(rows.series_id[p], rows.time[p], rows.total[p]) for p in picks]
-
-
-def _step_gauge_weights(rows: ProfileRows, bucket: np.ndarray) -> np.ndarray:
-    """Average over time within each step of each series: 1 / (profiles of the series in the step)."""
-    if not len(rows):
-        return np.zeros(0, np.float64)
-    code, _ = row_codes([rows.series_id, bucket])
-    return 1.0 / np.bincount(code)[code]
-
-
-def _grouped_points(names: Sequence[str], columns: Sequence[np.ndarray], bucket: np.ndarray, values: np.ndarray,
-                    start: int, step: int, group_by: Sequence[str]) -> list[Points]:
-    """Sums per (label values, step), one Points per distinct label values, labels in `group_by` order."""
-    tables, codes = [], []
-    for column in columns:
-        table, code = np.unique(np.asarray(column, object).astype(str), return_inverse=True)
-        tables.append(table)
-        codes.append(code.reshape(-1))
-    if not len(bucket):
-        return []
-    inverse, first = row_codes([*codes, bucket])
-    unique = np.stack([*codes, bucket], axis=1).astype(np.int64)[first]
-    sums = np.bincount(inverse, weights=values.astype(np.float64), minlength=len(unique))
-    starts = np.flatnonzero(np.r_[True, (unique[1:, :-1] != unique[:-1, :-1]).any(axis=1)])
-    points = []
-    for lo, hi in zip(starts, np.append(starts[1:], len(unique))):  # one step per output series
-        labels = {name: str(tables[i][unique[lo, i]]) for i, name in enumerate(names)}
-        points.append(Points({k: labels[k] for k in group_by}, _bucket_starts(unique[lo:hi, -1], start, step),
-                             sums[lo:hi]))
-    return sorted(points, key=lambda p: sorted(p.labels.items()))

@@ -18,8 +18,9 @@ from fastapi import APIRouter, Query
 from flamewatch.labels.selector import parse_query
 from flamewatch.pprof.profile_types import ProfileType
 from flamewatch.querier import api, deadline
-from flamewatch.querier.engine import Points, Querier
+from flamewatch.querier.engine import Querier
 from flamewatch.querier.formats.flamegraph import render_flamegraph
+from flamewatch.querier.steps import Points
 from flamewatch.rpc.auth import ReadTenants
 from flamewatch.rpc.disconnect import caller_gone
 from flamewatch.rpc.openapi import ERROR_RESPONSES

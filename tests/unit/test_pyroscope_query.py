@@ -7,9 +7,9 @@ import pytest
 from flamewatch.labels.errors import SelectorError
 from flamewatch.querier.calltree import CallTree
 from flamewatch.querier.connect import _top, parse_profile_ids, profile_id, query_text, span_matcher
-from flamewatch.querier.engine import Points, _bucket_totals, _largest_per_step
 from flamewatch.querier.pyroscope_render import timeline, timeline_step_s
 from flamewatch.querier.pyroscope_tree import encode_tree
+from flamewatch.querier.steps import Points, bucket_totals, largest_per_step
 from flamewatch.storage.index import ProfileRows
 
 # total -> main -> {parse, compute -> sqrt}; total -> gc, as (parent, name, self), node 0 first
@@ -91,8 +91,8 @@ def test_average_is_the_mean_profile_total_of_each_step():
     rows = ProfileRows(series_id=np.array([1, 2, 1]), time=np.array([0, 1, 5]), block_id=np.zeros(3, object),
                        row=np.zeros(3, np.int64), total=np.array([10, 20, 40]), content_hash=np.zeros(3, np.int64))
     group, bucket = np.zeros(3, np.int64), np.array([0, 0, 1])
-    [(steps, sums)] = _bucket_totals(rows, group, bucket, 1, gauge=False)
-    [(_, means)] = _bucket_totals(rows, group, bucket, 1, gauge=False, average=True)
+    [(steps, sums)] = bucket_totals(rows, group, bucket, 1, gauge=False)
+    [(_, means)] = bucket_totals(rows, group, bucket, 1, gauge=False, average=True)
     assert steps.tolist() == [0, 1] and sums.tolist() == [30, 40] and means.tolist() == [15, 40]
 
 
@@ -111,7 +111,7 @@ def test_exemplar_of_a_step_is_its_largest_profile_earliest_on_ties():
                        block_id=np.zeros(5, object), row=np.zeros(5, np.int64), total=np.array([5, 9, 9, 4, 3]),
                        content_hash=np.zeros(5, np.int64))
     group, bucket = np.array([0, 0, 0, 1, 1]), np.array([0, 0, 0, 1, 1])
-    (s0, t0, v0), (s1, t1, v1) = _largest_per_step(rows, group, bucket, 2)
+    (s0, t0, v0), (s1, t1, v1) = largest_per_step(rows, group, bucket, 2)
     assert (s0.tolist(), t0.tolist(), v0.tolist()) == ([2], [1], [9])
     assert (s1.tolist(), t1.tolist(), v1.tolist()) == ([1], [10], [4])
 

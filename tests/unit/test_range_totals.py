@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from flamewatch.querier.engine import _bucket_totals
+from flamewatch.querier.steps import bucket_totals
 from flamewatch.storage.index import ProfileRows
 
 
@@ -16,5 +16,5 @@ def _no_rows() -> ProfileRows:
 @pytest.mark.parametrize("gauge", [False, True])
 def test_no_profiles_give_an_empty_series_per_group_not_an_error(gauge: bool) -> None:
     empty = np.zeros(0, np.int64)
-    result = _bucket_totals(_no_rows(), empty, empty, 2, gauge=gauge)
+    result = bucket_totals(_no_rows(), empty, empty, 2, gauge=gauge)
     assert [(b.tolist(), v.tolist()) for b, v in result] == [([], []), ([], [])]

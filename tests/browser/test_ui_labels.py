@@ -102,6 +102,8 @@ def test_picking_another_label_lists_its_values_and_draws_them_over_time(flamewa
     page.go_back()  # each label is a history step
     page.wait_for_url(lambda u: "explore_by=instance" in u)
     expect(picker).to_have_value("instance")
+    # never the last label's answer read as this one's (its series have no instance: "(none)")
+    assert shares(page, "instance") == {instance: 100.0}
 
 
 def test_the_timeline_y_axis_starts_at_zero(flamewatch_ui, page):

@@ -45,7 +45,8 @@ export function LabelsPage({ state, type, labelNames, tick, theme, update }: Pro
           <Empty>These profiles carry no labels to explore in this range: widen it, or check <a href="?view=targets">Targets</a>.</Empty>
         )}
       </section>
-      {label && <LabelValues state={state} type={type} label={label} tick={tick} theme={theme} update={update} />}
+      {/* Keyed by the label: another label's answer must not be shown, read as this one's, while it loads. */}
+      {label && <LabelValues key={label} state={state} type={type} label={label} tick={tick} theme={theme} update={update} />}
     </>
   );
 }

@@ -22,7 +22,7 @@ from flamewatch.storage.blockformat import (
     SECTION_PREFIXES,
     TREE_SPAN_NS,
 )
-from flamewatch.storage.framenames import frame_line_names, frame_names, frame_table
+from flamewatch.storage.framenames import frame_binaries, frame_line_names, frame_names, frame_table
 from flamewatch.storage.frames import forest_depths
 from flamewatch.storage.symbols import SymbolPart, stored_part
 
@@ -366,6 +366,11 @@ class BlockReader:
     def location_names(self) -> np.ndarray:
         """Function name of each frame (see `framenames.frame_names`)."""
         return frame_names(self.strings, self.frames, self.functions, self.mappings)
+
+    @cached_property
+    def location_binaries(self) -> np.ndarray:
+        """The mapping's file of each frame, "" where it has none (see `framenames.frame_binaries`)."""
+        return frame_binaries(self.strings, self.frames, self.mappings)
 
     @cached_property
     def node_names(self) -> np.ndarray:

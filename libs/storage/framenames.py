@@ -44,6 +44,17 @@ def _mapping_prefixes(strings: np.ndarray, mappings: dict[str, np.ndarray]) -> n
     return np.array([(b if b.startswith("[") else f"[{b}]") + " 0x" if b else "0x" for b in bases], object)
 
 
+def frame_binaries(strings: np.ndarray, frames: dict[str, np.ndarray], mappings: dict[str, np.ndarray]) -> np.ndarray:
+    """The file of each frame's mapping (the binary or library it was executed from, as the profile names
+    it), "" for a frame without a mapping or whose mapping names no file."""
+    mapping = frames["mapping"]
+    files = strings[mappings["filename"]] if len(mappings["filename"]) else np.zeros(0, object)
+    out = np.full(len(mapping), "", object)
+    mapped = mapping >= 0
+    out[mapped] = files[mapping[mapped]]
+    return out
+
+
 def frame_line_names(names: np.ndarray, strings: np.ndarray, frames: dict[str, np.ndarray],
                      functions: dict[str, np.ndarray]) -> np.ndarray:
     """Per frame, `function file:line` (the file's base name) for line granularity, given the frames'

@@ -99,7 +99,19 @@ def query(q: Querier, tenant: Tenants, text: str, start: int, end: int, at: int 
             return Rendered(merged, body)
         merged = (q.nearest(tenant, text, at, granularity) if at is not None
                   else q.merge(tenant, text, start, end, granularity))
-        return Rendered(merged, renderer(fmt)(merged.tree, max_nodes))
+        body = renderer(fmt)(merged.tree, max_nodes)
+        if fmt == "flamegraph":
+            with_binaries(q, body)
+        return Rendered(merged, body)
+
+
+def with_binaries(q: Querier, body: dict) -> dict:
+    """A flamegraph answer with `binaries` beside `names` (where each function was executed from, "" when
+    unknown) when its profiles' mappings name any."""
+    binaries = q.blocks.paths.binaries(body["names"])
+    if any(binaries):
+        body["binaries"] = binaries
+    return body
 
 
 def diff(q: Querier, tenant: Tenants, left: tuple[str, int, int], right: tuple[str, int, int],
@@ -110,7 +122,7 @@ def diff(q: Querier, tenant: Tenants, left: tuple[str, int, int], right: tuple[s
     if lm.profile_type != rm.profile_type:
         raise ValueError(f"cannot compare {lm.profile_type.id} with {rm.profile_type.id}: "
                          "both sides need the same profile type")
-    return diff_renderer("diff")(lm.tree, rm.tree, max_nodes)
+    return with_binaries(q, diff_renderer("diff")(lm.tree, rm.tree, max_nodes))
 
 
 def changes(q: Querier, tenant: Tenants, a: tuple[str, int, int], b: tuple[str, int, int], order: str = "self",

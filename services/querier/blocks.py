@@ -63,7 +63,7 @@ class LoadedBlock:
 
     def _map(self, names: np.ndarray) -> np.ndarray:
         r = self.reader
-        return self._paths.map_tree(r.node_parent, r.node_depth, r.node_location, names)
+        return self._paths.map_tree(r.node_parent, r.node_depth, r.node_location, names, r.location_binaries)
 
     def memory_bytes(self) -> int:
         """What the block holds in memory now: it grows as queries decode more of its row groups."""
@@ -92,7 +92,8 @@ class LoadedBlock:
         r = self.reader
         names = chains.names if granularity == "functions" else chains.line_names
         frames = np.where(r.node_location >= 0, r.node_location, 0)
-        paths = self._paths.map_tree_runs(r.node_parent, r.node_depth, frames, chains.offsets, names)
+        binaries = np.repeat(r.location_binaries, np.diff(chains.offsets))  # a frame's inlined names share it
+        paths = self._paths.map_tree_runs(r.node_parent, r.node_depth, frames, chains.offsets, names, binaries)
         with self._lock:
             self._symbolized[granularity] = (generation, paths)
         return paths

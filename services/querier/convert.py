@@ -49,7 +49,7 @@ def series_points(p: Points) -> query_pb2.SeriesPoints:
 
 def flamegraph(body: dict) -> query_pb2.FlameGraph:
     return query_pb2.FlameGraph(names=body["names"], levels=[query_pb2.Level(values=lv) for lv in body["levels"]],
-                                total=body["total"], max_self=body["max_self"])
+                                total=body["total"], max_self=body["max_self"], binaries=body.get("binaries", ()))
 
 
 def top(body: dict) -> query_pb2.TopTable:
@@ -64,7 +64,8 @@ def tree(node: dict) -> query_pb2.TreeNode:
 def diff(body: dict) -> query_pb2.FlameGraphDiff:
     return query_pb2.FlameGraphDiff(
         names=body["names"], levels=[query_pb2.Level(values=lv) for lv in body["levels"]], total=body["total"],
-        max_self=body["max_self"], left_ticks=body["left_ticks"], right_ticks=body["right_ticks"])
+        max_self=body["max_self"], left_ticks=body["left_ticks"], right_ticks=body["right_ticks"],
+        binaries=body.get("binaries", ()))
 
 
 RESULT_FIELDS = {"flamegraph": ("flamegraph", flamegraph), "top": ("top", top), "tree": ("tree", tree),

@@ -153,8 +153,8 @@ def tree_response(piece: Piece, warnings: list[str]) -> partial_pb2.MergePartial
     table, name = np.unique(all_name[kept], return_inverse=True)
     out = partial_pb2.MergePartialResponse(
         parent=_bytes(parent, np.int64), name=_bytes(name.reshape(-1), np.int32),
-        names=names.take(table).to_pylist(), unnamed=dict(p.unnamed), warnings=list(warnings), shares=shares,
-        profiles=piece.profiles, by_range=True)
+        names=names.take(table).to_pylist(), binaries=p.paths.binary_table()[table].tolist(), unnamed=dict(p.unnamed),
+        warnings=list(warnings), shares=shares, profiles=piece.profiles, by_range=True)
     if shares:
         out.share_node, out.share_divisor, out.share_total = (
             _bytes(renumber[p.sums.path], np.int64), _bytes(p.sums.divisor, np.int64), _bytes(p.sums.total, np.int64))
@@ -171,7 +171,8 @@ def response_tree(response: partial_pb2.MergePartialResponse, paths: PathIndex) 
         raise ValueError("the peer answered a share by row: it is of another version")
     parent = _array(response.parent, np.int64)
     ids = paths.map_tree(parent, forest_depths(parent), _array(response.name, np.int32),
-                         np.array(list(response.names), object))
+                         np.array(list(response.names), object), np.array(list(response.binaries), object)
+                         if len(response.binaries) == len(response.names) else None)
     size = int(ids.max(initial=0)) + 1
     if response.shares:
         sums = Shares(ids[_array(response.share_node, np.int64)], _array(response.share_divisor, np.int64).copy(),

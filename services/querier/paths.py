@@ -38,16 +38,19 @@ class PathIndex:
         self._ids = np.zeros(0, np.int64)  # path id of each key
         self._parent = np.full(1, -1, np.int64)  # per path; path 0 is the root
         self._name = np.zeros(1, np.int64)  # per path, index into _names
+        self._binary = np.array([""], object)  # per name: the file of the mapping it was first seen in
 
     def __len__(self) -> int:
         return len(self._parent)
 
-    def map_tree(self, parent: np.ndarray, depth: np.ndarray, node_names: np.ndarray, names: np.ndarray) -> np.ndarray:
-        """Path id of every node of a stack tree; `node_names[i]` indexes `names` (the root's is ignored)."""
+    def map_tree(self, parent: np.ndarray, depth: np.ndarray, node_names: np.ndarray, names: np.ndarray,
+                 binaries: np.ndarray | None = None) -> np.ndarray:
+        """Path id of every node of a stack tree; `node_names[i]` indexes `names` (the root's is ignored).
+        `binaries`, aligned with `names`, is where each was executed from ("" unknown; see `binaries`)."""
         order = np.argsort(depth, kind="stable")
         bounds = np.searchsorted(depth[order], np.arange(1, int(depth.max(initial=0)) + 2))
         with self._lock:
-            name_ids = self._intern(names)
+            name_ids = self._intern(names, binaries)
             path = np.zeros(len(parent), np.int64)
             for lo, hi in zip(bounds[:-1], bounds[1:]):
                 level = order[lo:hi]
@@ -56,14 +59,14 @@ class PathIndex:
             return path
 
     def map_tree_runs(self, parent: np.ndarray, depth: np.ndarray, node_frames: np.ndarray, offsets: np.ndarray,
-                      names: np.ndarray) -> np.ndarray:
+                      names: np.ndarray, binaries: np.ndarray | None = None) -> np.ndarray:
         """Like `map_tree`, but frame f stands for the run of names `names[offsets[f]:offsets[f + 1]]`
         (outermost first): a symbolized address with inlined functions is several levels of the path."""
         order = np.argsort(depth, kind="stable")
         bounds = np.searchsorted(depth[order], np.arange(1, int(depth.max(initial=0)) + 2))
         lengths = np.diff(offsets)
         with self._lock:
-            name_ids = self._intern(names)
+            name_ids = self._intern(names, binaries)
             path = np.zeros(len(parent), np.int64)
             for lo, hi in zip(bounds[:-1], bounds[1:]):
                 level = order[lo:hi]
@@ -75,7 +78,7 @@ class PathIndex:
                 path[level] = at
             return path
 
-    def _intern(self, names: np.ndarray) -> np.ndarray:
+    def _intern(self, names: np.ndarray, binaries: np.ndarray | None) -> np.ndarray:
         import pyarrow.compute as pc  # at the first query, not at start: see calltree.intern
 
         wanted = pa.array(names, pa.string())
@@ -84,8 +87,25 @@ class PathIndex:
         if missing.any():
             new = pc.unique(wanted.filter(pa.array(missing)))
             self._names = pa.concat_arrays([self._names, new])
+            self._binary = np.concatenate([self._binary, np.full(len(new), "", object)])
             found = pc.index_in(wanted, value_set=self._names).to_numpy(zero_copy_only=False)
-        return np.asarray(found, np.int64) if len(found) else np.zeros(0, np.int64)
+        ids = np.asarray(found, np.int64) if len(found) else np.zeros(0, np.int64)
+        if binaries is not None and len(ids):
+            known = np.asarray(binaries, object) != ""
+            unset = known & (self._binary[ids] == "")
+            self._binary[ids[unset]] = np.asarray(binaries, object)[unset]
+        return ids
+
+    def binaries(self, names: list[str]) -> list[str]:
+        """Where each of `names` was executed from: the file of the mapping its frames carried when first
+        seen with one (a function in two binaries shows the first), "" when none did or it is not known."""
+        import pyarrow.compute as pc
+
+        with self._lock:
+            table, binary = self._names, self._binary
+        found = pc.index_in(pa.array(names, pa.string()), value_set=table).to_numpy(zero_copy_only=False)
+        at = np.nan_to_num(np.asarray(found, np.float64), nan=-1).astype(np.int64)
+        return np.where(at >= 0, binary[np.maximum(at, 0)], "").tolist()
 
     def _lookup_or_add(self, keys: np.ndarray) -> np.ndarray:
         pos = np.searchsorted(self._keys, keys)
@@ -107,6 +127,11 @@ class PathIndex:
         """Per path its parent and name id, and the name table: a consistent view of what is known now."""
         with self._lock:
             return self._parent, self._name, self._names
+
+    def binary_table(self) -> np.ndarray:
+        """Per name id, where it was executed from (see `binaries`); names learnt later are not in it."""
+        with self._lock:
+            return self._binary
 
     def tree(self, values: np.ndarray) -> CallTree:
         """The call tree of the paths with a value and their ancestors; `values` is indexed by path id."""

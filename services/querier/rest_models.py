@@ -62,11 +62,16 @@ class QueryRangeAnswer(_Strict):
     warnings: list[str] = Field(description="what the answer may hide, e.g. a group_by label no series has")
 
 
+BINARIES = ("per name: the file of the mapping its frames were executed from (\"\" when unknown); present only "
+            "when the profiles' mappings name some")
+
+
 class FlamegraphBody(_Strict):
     names: list[str]
     levels: list[list[int]] = Field(description="per depth, per node: x_delta, total, self, name index")
     total: int
     max_self: int = Field(description="the largest absolute self value")
+    binaries: list[str] | None = Field(None, description=BINARIES)
 
 
 class TopRow(_Strict):
@@ -106,6 +111,7 @@ class DiffFlamegraphBody(_Strict):
     max_self: int
     left_ticks: int
     right_ticks: int
+    binaries: list[str] | None = Field(None, description=BINARIES)
 
 
 class DiffAnswer(_Strict):

@@ -138,6 +138,10 @@ def test_the_tooltip_over_the_hot_function_shows_self_total_and_share_in_seconds
     assert self_time and total and share, tooltip
     assert total.group(2) == share.group(1)
     assert 0 <= float(self_time.group(2)) <= float(total.group(2)) <= 100, tooltip
+    # The Go program's profiles name its executable in their mappings: the tooltip says where it ran from.
+    binary = re.search(r"Binary\s+(\S+)", tooltip)
+    assert binary and binary.group(1).endswith("/workload"), tooltip
+    page.screenshot(path=str(SCREENSHOTS / "tooltip-binary.png"))
     # No frame of a function holds more than the function's total in the table (its frames counted once).
     row = page.get_by_role("table", name="top functions").locator("tbody tr", has_text=HOT_FUNCTION)
     table_share = float(row.locator("td").nth(2).inner_text().split()[-1].rstrip("%"))

@@ -195,8 +195,9 @@ def gunzip(data: bytes) -> bytes:
 
 
 def flamegraph_json(fg: query_pb2.FlameGraph) -> dict:
-    return {"names": list(fg.names), "levels": [list(lv.values) for lv in fg.levels], "total": fg.total,
+    body = {"names": list(fg.names), "levels": [list(lv.values) for lv in fg.levels], "total": fg.total,
             "max_self": fg.max_self}
+    return {**body, "binaries": list(fg.binaries)} if fg.binaries else body
 
 
 def top_json(table: query_pb2.TopTable) -> dict:

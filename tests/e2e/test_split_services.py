@@ -359,6 +359,10 @@ def test_merged_profile_in_every_format_matches_go_tool_pprof(cluster: Cluster, 
     if not averaged:
         assert zero_wide == 0
         assert sorted(flamegraph["names"]) == sorted(names | {"total"})
+    # the Go program's own functions were executed from its executable, which every profile's mappings name
+    binary = dict(zip(flamegraph["names"], flamegraph["binaries"]))
+    assert {binary[n].rsplit("/", 1)[-1] for n in WORKLOAD_FUNCTIONS[type_id.split(":")[0]]} == {"workload"}
+    assert binary["total"] == ""
 
     top = bodies["top"]["top"]
     assert top["total"] == total

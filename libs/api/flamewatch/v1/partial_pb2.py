@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x66lamewatch/v1/partial.proto\x12\rflamewatch.v1\"\xa0\x01\n\x13MergePartialRequest\x12\x13\n\x0bgranularity\x18\n \x01(\t\x12\x11\n\tsymbolize\x18\x0b \x01(\x08\x12\r\n\x05query\x18\x0c \x01(\t\x12\r\n\x05start\x18\r \x01(\x03\x12\x0b\n\x03\x65nd\x18\x0e \x01(\x03\x12\x16\n\x0e\x64ivisor_series\x18\x0f \x01(\x0c\x12\x18\n\x10\x64ivisor_profiles\x18\x10 \x01(\x0cJ\x04\x08\x01\x10\n\"\xec\x02\n\x14MergePartialResponse\x12\x0e\n\x06parent\x18\x01 \x01(\x0c\x12\x0c\n\x04name\x18\x02 \x01(\x0c\x12\r\n\x05names\x18\x03 \x03(\t\x12\x12\n\nint_values\x18\x04 \x01(\x0c\x12\x14\n\x0c\x66loat_values\x18\x05 \x01(\x0c\x12\x12\n\nshare_node\x18\x06 \x01(\x0c\x12\x15\n\rshare_divisor\x18\x07 \x01(\x0c\x12\x13\n\x0bshare_total\x18\x08 \x01(\x0c\x12\x0e\n\x06shares\x18\t \x01(\x08\x12\x41\n\x07unnamed\x18\n \x03(\x0b\x32\x30.flamewatch.v1.MergePartialResponse.UnnamedEntry\x12\x10\n\x08warnings\x18\x0b \x03(\t\x12\x10\n\x08profiles\x18\r \x01(\x03\x12\x10\n\x08\x62y_range\x18\x0e \x01(\x08\x1a.\n\x0cUnnamedEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01J\x04\x08\x0c\x10\r2i\n\x0ePartialService\x12W\n\x0cMergePartial\x12\".flamewatch.v1.MergePartialRequest\x1a#.flamewatch.v1.MergePartialResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x66lamewatch/v1/partial.proto\x12\rflamewatch.v1\"\xa0\x01\n\x13MergePartialRequest\x12\x13\n\x0bgranularity\x18\n \x01(\t\x12\x11\n\tsymbolize\x18\x0b \x01(\x08\x12\r\n\x05query\x18\x0c \x01(\t\x12\r\n\x05start\x18\r \x01(\x03\x12\x0b\n\x03\x65nd\x18\x0e \x01(\x03\x12\x16\n\x0e\x64ivisor_series\x18\x0f \x01(\x0c\x12\x18\n\x10\x64ivisor_profiles\x18\x10 \x01(\x0cJ\x04\x08\x01\x10\n\"\xfe\x02\n\x14MergePartialResponse\x12\x0e\n\x06parent\x18\x01 \x01(\x0c\x12\x0c\n\x04name\x18\x02 \x01(\x0c\x12\r\n\x05names\x18\x03 \x03(\t\x12\x12\n\nint_values\x18\x04 \x01(\x0c\x12\x14\n\x0c\x66loat_values\x18\x05 \x01(\x0c\x12\x12\n\nshare_node\x18\x06 \x01(\x0c\x12\x15\n\rshare_divisor\x18\x07 \x01(\x0c\x12\x13\n\x0bshare_total\x18\x08 \x01(\x0c\x12\x0e\n\x06shares\x18\t \x01(\x08\x12\x41\n\x07unnamed\x18\n \x03(\x0b\x32\x30.flamewatch.v1.MergePartialResponse.UnnamedEntry\x12\x10\n\x08warnings\x18\x0b \x03(\t\x12\x10\n\x08profiles\x18\r \x01(\x03\x12\x10\n\x08\x62y_range\x18\x0e \x01(\x08\x12\x10\n\x08\x62inaries\x18\x0f \x03(\t\x1a.\n\x0cUnnamedEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01J\x04\x08\x0c\x10\r2i\n\x0ePartialService\x12W\n\x0cMergePartial\x12\".flamewatch.v1.MergePartialRequest\x1a#.flamewatch.v1.MergePartialResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,9 +36,9 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_MERGEPARTIALREQUEST']._serialized_start=47
   _globals['_MERGEPARTIALREQUEST']._serialized_end=207
   _globals['_MERGEPARTIALRESPONSE']._serialized_start=210
-  _globals['_MERGEPARTIALRESPONSE']._serialized_end=574
-  _globals['_MERGEPARTIALRESPONSE_UNNAMEDENTRY']._serialized_start=522
-  _globals['_MERGEPARTIALRESPONSE_UNNAMEDENTRY']._serialized_end=568
-  _globals['_PARTIALSERVICE']._serialized_start=576
-  _globals['_PARTIALSERVICE']._serialized_end=681
+  _globals['_MERGEPARTIALRESPONSE']._serialized_end=592
+  _globals['_MERGEPARTIALRESPONSE_UNNAMEDENTRY']._serialized_start=540
+  _globals['_MERGEPARTIALRESPONSE_UNNAMEDENTRY']._serialized_end=586
+  _globals['_PARTIALSERVICE']._serialized_start=594
+  _globals['_PARTIALSERVICE']._serialized_end=699
 # @@protoc_insertion_point(module_scope)

@@ -25,7 +25,7 @@ class MergePartialRequest(_message.Message):
     def __init__(self, granularity: _Optional[str] = ..., symbolize: _Optional[bool] = ..., query: _Optional[str] = ..., start: _Optional[int] = ..., end: _Optional[int] = ..., divisor_series: _Optional[bytes] = ..., divisor_profiles: _Optional[bytes] = ...) -> None: ...
 
 class MergePartialResponse(_message.Message):
-    __slots__ = ("parent", "name", "names", "int_values", "float_values", "share_node", "share_divisor", "share_total", "shares", "unnamed", "warnings", "profiles", "by_range")
+    __slots__ = ("parent", "name", "names", "int_values", "float_values", "share_node", "share_divisor", "share_total", "shares", "unnamed", "warnings", "profiles", "by_range", "binaries")
     class UnnamedEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -46,6 +46,7 @@ class MergePartialResponse(_message.Message):
     WARNINGS_FIELD_NUMBER: _ClassVar[int]
     PROFILES_FIELD_NUMBER: _ClassVar[int]
     BY_RANGE_FIELD_NUMBER: _ClassVar[int]
+    BINARIES_FIELD_NUMBER: _ClassVar[int]
     parent: bytes
     name: bytes
     names: _containers.RepeatedScalarFieldContainer[str]
@@ -59,4 +60,5 @@ class MergePartialResponse(_message.Message):
     warnings: _containers.RepeatedScalarFieldContainer[str]
     profiles: int
     by_range: bool
-    def __init__(self, parent: _Optional[bytes] = ..., name: _Optional[bytes] = ..., names: _Optional[_Iterable[str]] = ..., int_values: _Optional[bytes] = ..., float_values: _Optional[bytes] = ..., share_node: _Optional[bytes] = ..., share_divisor: _Optional[bytes] = ..., share_total: _Optional[bytes] = ..., shares: _Optional[bool] = ..., unnamed: _Optional[_Mapping[str, str]] = ..., warnings: _Optional[_Iterable[str]] = ..., profiles: _Optional[int] = ..., by_range: _Optional[bool] = ...) -> None: ...
+    binaries: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, parent: _Optional[bytes] = ..., name: _Optional[bytes] = ..., names: _Optional[_Iterable[str]] = ..., int_values: _Optional[bytes] = ..., float_values: _Optional[bytes] = ..., share_node: _Optional[bytes] = ..., share_divisor: _Optional[bytes] = ..., share_total: _Optional[bytes] = ..., shares: _Optional[bool] = ..., unnamed: _Optional[_Mapping[str, str]] = ..., warnings: _Optional[_Iterable[str]] = ..., profiles: _Optional[int] = ..., by_range: _Optional[bool] = ..., binaries: _Optional[_Iterable[str]] = ...) -> None: ...

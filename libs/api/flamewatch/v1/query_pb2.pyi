@@ -159,16 +159,18 @@ class QueryRequest(_message.Message):
     def __init__(self, query: _Optional[str] = ..., range: _Optional[_Union[_types_pb2.TimeRange, _Mapping]] = ..., time_ns: _Optional[int] = ..., format: _Optional[_Union[ProfileFormat, str]] = ..., max_nodes: _Optional[int] = ..., granularity: _Optional[_Union[Granularity, str]] = ...) -> None: ...
 
 class FlameGraph(_message.Message):
-    __slots__ = ("names", "levels", "total", "max_self")
+    __slots__ = ("names", "levels", "total", "max_self", "binaries")
     NAMES_FIELD_NUMBER: _ClassVar[int]
     LEVELS_FIELD_NUMBER: _ClassVar[int]
     TOTAL_FIELD_NUMBER: _ClassVar[int]
     MAX_SELF_FIELD_NUMBER: _ClassVar[int]
+    BINARIES_FIELD_NUMBER: _ClassVar[int]
     names: _containers.RepeatedScalarFieldContainer[str]
     levels: _containers.RepeatedCompositeFieldContainer[Level]
     total: int
     max_self: int
-    def __init__(self, names: _Optional[_Iterable[str]] = ..., levels: _Optional[_Iterable[_Union[Level, _Mapping]]] = ..., total: _Optional[int] = ..., max_self: _Optional[int] = ...) -> None: ...
+    binaries: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, names: _Optional[_Iterable[str]] = ..., levels: _Optional[_Iterable[_Union[Level, _Mapping]]] = ..., total: _Optional[int] = ..., max_self: _Optional[int] = ..., binaries: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Level(_message.Message):
     __slots__ = ("values",)
@@ -241,20 +243,22 @@ class DiffRequest(_message.Message):
     def __init__(self, left_query: _Optional[str] = ..., left_range: _Optional[_Union[_types_pb2.TimeRange, _Mapping]] = ..., right_query: _Optional[str] = ..., right_range: _Optional[_Union[_types_pb2.TimeRange, _Mapping]] = ..., max_nodes: _Optional[int] = ...) -> None: ...
 
 class FlameGraphDiff(_message.Message):
-    __slots__ = ("names", "levels", "total", "max_self", "left_ticks", "right_ticks")
+    __slots__ = ("names", "levels", "total", "max_self", "left_ticks", "right_ticks", "binaries")
     NAMES_FIELD_NUMBER: _ClassVar[int]
     LEVELS_FIELD_NUMBER: _ClassVar[int]
     TOTAL_FIELD_NUMBER: _ClassVar[int]
     MAX_SELF_FIELD_NUMBER: _ClassVar[int]
     LEFT_TICKS_FIELD_NUMBER: _ClassVar[int]
     RIGHT_TICKS_FIELD_NUMBER: _ClassVar[int]
+    BINARIES_FIELD_NUMBER: _ClassVar[int]
     names: _containers.RepeatedScalarFieldContainer[str]
     levels: _containers.RepeatedCompositeFieldContainer[Level]
     total: int
     max_self: int
     left_ticks: int
     right_ticks: int
-    def __init__(self, names: _Optional[_Iterable[str]] = ..., levels: _Optional[_Iterable[_Union[Level, _Mapping]]] = ..., total: _Optional[int] = ..., max_self: _Optional[int] = ..., left_ticks: _Optional[int] = ..., right_ticks: _Optional[int] = ...) -> None: ...
+    binaries: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, names: _Optional[_Iterable[str]] = ..., levels: _Optional[_Iterable[_Union[Level, _Mapping]]] = ..., total: _Optional[int] = ..., max_self: _Optional[int] = ..., left_ticks: _Optional[int] = ..., right_ticks: _Optional[int] = ..., binaries: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class DiffResponse(_message.Message):
     __slots__ = ("flamegraph",)

@@ -32,6 +32,9 @@ export interface FlamegraphData {
   levels: number[][];
   total: number;
   max_self: number;
+  /** Per name: the file its frames were executed from (the profile's mapping), "" when unknown; absent when
+   * the profiles name no mappings. */
+  binaries?: string[];
 }
 
 /** The diff encoding: 7 numbers a node (left x_delta, total, self, right x_delta, total, self, name). */

@@ -8,7 +8,7 @@ import { canvasHeight, depthAt, drawFlamegraph, ROW_HEIGHT, rowTop } from "../fl
 import { formatChange } from "../flamegraph/diff";
 import { splitLineName } from "../flamegraph/lines";
 import {
-  frameAtPoint, frameFigures, frameSpan, indexRange, nameOf, parentOf, viewRange, type Frame, type Layout,
+  binaryOf, frameAtPoint, frameFigures, frameSpan, indexRange, nameOf, parentOf, viewRange, type Frame, type Layout,
 } from "../flamegraph/layout";
 import { nameColors, type Theme } from "../flamegraph/palette";
 import { formatValue } from "../flamegraph/profileTypes";
@@ -270,6 +270,7 @@ function percent(share: number): string {
 function Tooltip({ layout, unit, focus, hover, left }: { layout: Layout; unit: string; focus: Frame | null; hover: Hover; left: number }) {
   const f = frameFigures(layout, hover.frame, focus);
   const place = splitLineName(f.name);
+  const binary = binaryOf(layout, hover.frame);
   const value = (v: number) => formatValue(v, unit);
   return (
     <div className="flame-tooltip" role="tooltip" data-testid="tooltip"
@@ -278,6 +279,7 @@ function Tooltip({ layout, unit, focus, hover, left }: { layout: Layout; unit: s
       <table>
         <tbody>
           {place && <tr><th>Line</th><td>{place.file}:{place.line}</td></tr>}
+          {binary && <tr><th>Binary</th><td className="binary" title={binary}>{binary}</td></tr>}
           {f.diff ? (
             <>
               <tr><th>Left</th><td>{value(f.diff.left)}</td></tr>

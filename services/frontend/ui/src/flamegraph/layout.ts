@@ -30,6 +30,8 @@ export interface Layout {
   /** The root's width: the whole. */
   total: number;
   diff: { leftTicks: number; rightTicks: number } | null;
+  /** Per name, where it was executed from, when the answer says. */
+  binaries?: string[];
 }
 
 /** A node: its level and its position in the level. */
@@ -43,7 +45,7 @@ export function buildLayout(fg: FlamegraphData | DiffData, step: 4 | 7 = 4): Lay
   const levels = fg.levels.map((row) => (step === 7 ? decodeDiffLevel(row) : decodeLevel(row)));
   const diff = step === 7 ? { leftTicks: (fg as DiffData).left_ticks, rightTicks: (fg as DiffData).right_ticks } : null;
   const total = levels.length > 0 && levels[0].total.length > 0 ? levels[0].total[0] : fg.total;
-  return { names: fg.names, levels, total, diff };
+  return { names: fg.names, levels, total, diff, binaries: fg.binaries };
 }
 
 function emptyLevel(n: number): Level {
@@ -139,6 +141,11 @@ export function ancestry(layout: Layout, frame: Frame): Frame[] {
 
 export function nameOf(layout: Layout, frame: Frame): string {
   return layout.names[layout.levels[frame.depth].name[frame.index]];
+}
+
+/** The file the frame's function was executed from, "" when the answer does not say. */
+export function binaryOf(layout: Layout, frame: Frame): string {
+  return layout.binaries?.[layout.levels[frame.depth].name[frame.index]] ?? "";
 }
 
 /** The names from below the root down to the frame: what the URL keeps to find it again. */

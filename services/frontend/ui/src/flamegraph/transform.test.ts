@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { FlamegraphData } from "../api/types";
-import { buildLayout } from "./layout";
+import { binaryOf, buildLayout, nameOf } from "./layout";
 import { TREE } from "./testTree";
 import { functionTotals } from "./totals";
 import { buildTree, collapsedStacks, invert, parentIndices, sandwich, stacksOf } from "./transform";
@@ -88,5 +88,25 @@ describe("sandwich", () => {
 describe("collapsedStacks", () => {
   it("writes one line per stack with its value", () => {
     expect(collapsedStacks(layout)).toBe("main;a 30\nmain;b 40\nmain;b;a 20\n");
+  });
+});
+
+describe("binaries", () => {
+  const binaries = ["/usr/lib/libc.so.6", "/app/server", "/app/server", ""];
+  const withBinaries = buildLayout({ ...TREE, binaries });
+
+  it("stay with their names through the inversion and the sandwich", () => {
+    const inverted = buildLayout(invert(withBinaries));
+    const leaf = { depth: 1, index: inverted.levels[1].name.indexOf(A) };
+    expect(nameOf(inverted, leaf)).toBe("a");
+    expect(binaryOf(inverted, leaf)).toBe("/usr/lib/libc.so.6");
+    const { callers, callees } = sandwich(withBinaries, B);
+    expect(callers.binaries).toEqual(binaries);
+    expect(binaryOf(buildLayout(callees), { depth: 1, index: 0 })).toBe("/usr/lib/libc.so.6");
+  });
+
+  it("are empty where the answer names none", () => {
+    expect(binaryOf(layout, { depth: 1, index: 0 })).toBe("");
+    expect(binaryOf(withBinaries, { depth: 0, index: 0 })).toBe("");
   });
 });

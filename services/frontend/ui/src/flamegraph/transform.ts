@@ -45,9 +45,9 @@ export function stacksOf(layout: Layout): Stack[] {
 
 /**
  * The tree of these stacks under a root named `names[root]`, children in name order, in the API's
- * delta-encoded levels (4 numbers a node).
+ * delta-encoded levels (4 numbers a node); `binaries`, aligned with `names`, is passed on as it is.
  */
-export function buildTree(names: string[], root: number, stacks: Iterable<Stack>): FlamegraphData {
+export function buildTree(names: string[], root: number, stacks: Iterable<Stack>, binaries?: string[]): FlamegraphData {
   // The trie: per node its name, total, self and children by name.
   const name = [root];
   const total = [0];
@@ -88,13 +88,13 @@ export function buildTree(names: string[], root: number, stacks: Iterable<Stack>
     }
   };
   write(0, 0, 0);
-  return { names, levels, total: total[0], max_self: self.reduce((a, b) => Math.max(a, b), 0) };
+  return { names, levels, total: total[0], max_self: self.reduce((a, b) => Math.max(a, b), 0), binaries };
 }
 
 /** The tree upside down: each frame with self at the top, then its caller, down to the outermost function. */
 export function invert(layout: Layout): FlamegraphData {
   const inverted = stacksOf(layout).map(({ path, value }) => ({ path: path.slice().reverse(), value }));
-  return buildTree(layout.names, rootName(layout), inverted);
+  return buildTree(layout.names, rootName(layout), inverted, layout.binaries);
 }
 
 /** A function's callers (who called it, up to the outermost function) and callees (what it called). */
@@ -119,7 +119,10 @@ export function sandwich(layout: Layout, fn: number): Sandwich {
     callers.push({ path: path.slice(0, last).reverse(), value });
     callees.push({ path: path.slice(first + 1), value });
   }
-  return { callers: buildTree(layout.names, fn, callers), callees: buildTree(layout.names, fn, callees) };
+  return {
+    callers: buildTree(layout.names, fn, callers, layout.binaries),
+    callees: buildTree(layout.names, fn, callees, layout.binaries),
+  };
 }
 
 /** The stacks as collapsed text, one `outer;inner;leaf value` line each, in the order of the levels. */

@@ -116,6 +116,16 @@ def test_the_slower_function_is_ranked_first_and_a_click_opens_its_diff(pushed: 
     permalink = page.url
     page.screenshot(path=str(SCREENSHOTS / "changes.png"))
 
+    # One range, where every page keeps it: the query bar's picker drives the comparison (version 1.0 was
+    # pushed 20 to 17 minutes ago, 1.1 from 13 to 10 minutes ago, so the last 15 minutes hold 1.1 only).
+    bar = page.locator(".querybar")
+    expect(page.get_by_role("group", name="time range")).to_have_count(1)
+    bar.get_by_role("group", name="time range").get_by_role("button", name="15m").click()
+    assert url_params(page)["from"] == "now-15m"
+    expect(page.get_by_text("Only one value of “version” in this range: 1.1.")).to_be_visible()
+    page.go_back()
+    expect(page.get_by_test_id("changes-scope")).to_contain_text("20 and 20 profiles")
+
     # Ranked by total: main.hash's callers grow with it, and it is still among the significant.
     page.get_by_role("group", name="rank by").get_by_role("button", name="Total").click()
     assert url_params(page)["order"] == "total"
@@ -147,6 +157,10 @@ def test_two_time_ranges_compare_the_service_before_and_after(pushed: Pushed, pa
     expect(page.get_by_role("group", name="compare").get_by_role("button", name="Two time ranges")).to_have_attribute(
         "aria-pressed", "true")
     expect_hash_first(page)
+    # each side has its own range in the panel; the query bar has none
+    expect(page.get_by_label("range a").get_by_role("group", name="time range")).to_have_count(1)
+    expect(page.get_by_label("range b").get_by_role("group", name="time range")).to_have_count(1)
+    expect(page.locator(".querybar").get_by_role("group", name="time range")).to_have_count(0)
 
 
 def test_a_regression_is_listed_opened_and_leads_to_what_changed(pushed: Pushed, page):

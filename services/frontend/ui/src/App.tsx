@@ -179,11 +179,11 @@ function Workspace({ state, update, theme, tick, refresh }: WorkspaceProps) {
             <SelectorInput id="selector" value={state.selector} profileType={profiles ? type?.id ?? "" : ""} range={range}
               onChange={(selector) => update({ selector, selFrom: "", selUntil: "", time: "", ...(state.view === "changes" ? { a: "", b: "" } : {}) })} />
           )}
-          {(state.view === "single" || state.view === "labels" || state.view === "incidents") && (
-            <>
-              <RangePicker idPrefix="range" from={state.from} until={state.until}
-                onChange={(from, until) => update({ from, until, selFrom: "", selUntil: "", time: "" })} />
-            </>
+          {/* every page with one range keeps it here; What changed's two ranges are its own */}
+          {(state.view === "single" || state.view === "labels" || state.view === "incidents"
+            || (state.view === "changes" && state.changeMode !== "ranges")) && (
+            <RangePicker idPrefix="range" from={state.from} until={state.until}
+              onChange={(from, until) => update({ from, until, selFrom: "", selUntil: "", time: "" })} />
           )}
           <button type="button" onClick={refresh} title="load again">↻ Refresh</button>
           <label>

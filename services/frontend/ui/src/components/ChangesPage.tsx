@@ -152,9 +152,7 @@ function Controls({ state, type, labelNames, values, update }: {
             </select>
           </label>
           <span className="pair">{valueSelect("a", "value a")} → {valueSelect("b", "value b")}</span>
-          <span className="muted">over</span>
-          <RangePicker idPrefix="changes" from={state.from} until={state.until}
-            onChange={(from, until) => update({ from, until })} />
+          <span className="muted">over the range above</span>
         </>
       )}
       {ranges && (

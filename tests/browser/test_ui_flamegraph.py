@@ -11,8 +11,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from browser.conftest import CPU, HOT_FUNCTION, open_page
+from browser.conftest import CPU, HOT_FUNCTION, SCREENSHOTS, open_page
 from browser.test_ui import DEMO, ROW_HEIGHT, explore_url, url_params, wait_for_flamegraph
+from playwright.sync_api import expect
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.postgres, pytest.mark.go]
 
@@ -216,6 +217,17 @@ def test_copy_link_puts_the_views_permalink_on_the_clipboard(flamewatch_ui, chro
         page.get_by_role("button", name="Copy link").click()
         page.get_by_role("button", name="Copied").wait_for()
         assert page.evaluate("navigator.clipboard.readText()") == page.url
+        # a frame's menu copies its function's name, and says so
+        page.goto(explore_url(flamewatch_ui))  # an icicle: the root's child is on the second row from the top
+        wait_for_flamegraph(page)
+        box = _canvas(page).bounding_box()
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + ROW_HEIGHT * 1.5, button="right")
+        menu = page.get_by_role("menu")
+        name = menu.locator(".fn").inner_text()
+        menu.get_by_role("menuitem", name="Copy function name").click()
+        expect(page.locator(".copy-notice")).to_have_text(f"Copied “{name}”")
+        assert page.evaluate("navigator.clipboard.readText()") == name
+        page.screenshot(path=str(SCREENSHOTS / "copy-function-name.png"))
 
 
 def test_lines_split_frames_by_file_and_line_and_the_tooltip_says_where(flamewatch_ui, page):

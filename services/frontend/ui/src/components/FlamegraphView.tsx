@@ -14,6 +14,7 @@ import { invert } from "../flamegraph/transform";
 import { decodeFocus, encodeFocus, type UiState } from "../state/url";
 import { FlameCanvas, type FrameAction } from "./FlameCanvas";
 import { ExportMenu } from "./ExportMenu";
+import { copyWithNotice, useNotice } from "./copy";
 import { SandwichView } from "./SandwichView";
 import { TopTable } from "./TopTable";
 
@@ -62,13 +63,15 @@ export function FlamegraphView({ data, unit, search, onSearch, focus, onFocus, t
   const showTable = step === 4 && table && options.panes !== "graph";
   const showGraph = !(step === 4 && table && options.panes === "table");
   useEscapeToReset(focus !== "" || sandwiched, () => (sandwiched ? onOptions?.({ sandwich: "" }) : onFocus("")));
+  const [notice, say] = useNotice();
   const openSandwich = useCallback((name: string) => onOptions?.({ sandwich: name }), [onOptions]);
   const actions: FrameAction[] = useMemo(() => [
     ...(step === 4 && onOptions ? [{ label: "Sandwich view", run: openSandwich },
       { label: "Function details", run: (name: string) => onOptions({ details: splitLineName(name)?.fn ?? name }) }] : []),
     { label: "Highlight in search", run: (name: string) => onSearch(name) },
-    { label: "Copy function name", run: (name: string) => void navigator.clipboard?.writeText(name) },
-  ], [step, onOptions, openSandwich, onSearch]);
+    { label: "Copy function name",
+      run: (name: string) => void copyWithNotice(name, say, `Copied “${name}”`, "select it in the table") },
+  ], [step, onOptions, openSandwich, onSearch, say]);
 
   return (
     <div className="flamegraph" data-testid="flamegraph-panel" data-nodes={nodeCount(data, step)} data-total={data.total}>
@@ -87,6 +90,7 @@ export function FlamegraphView({ data, unit, search, onSearch, focus, onFocus, t
             onOptions(patch);
           }} single={step === 4} table={table} />
         )}
+        {notice && <span className="copy-notice" role="status">{notice}</span>}
         {onOptions && (
           <ExportMenu canvas={sandwiched ? null : canvas} layout={layout} data={shown} unit={unit}
             fileName={inverted ? `${fileName}-inverted` : fileName} />

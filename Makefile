@@ -17,6 +17,11 @@ COMPOSE := $(CACHE)/bin/docker-compose
 WORKLOAD := $(CACHE)/targets/workload
 KUBERNETES_VERSION := v1.34.2
 KUBE_APISERVER := $(CACHE)/bin/kube-apiserver
+KUBE_SRC := $(CACHE)/src/kubernetes-$(KUBERNETES_VERSION)
+KUBE_NODE := $(addprefix $(CACHE)/bin/,kubelet kube-scheduler kube-controller-manager kube-proxy)
+COREDNS_VERSION := v1.15.0
+COREDNS := $(CACHE)/bin/coredns
+CNI_PLUGINS := /usr/lib/cni/bridge
 ALERTMANAGER_VERSION := v0.35.0
 ALERTMANAGER := $(CACHE)/bin/alertmanager
 PROMETHEUS_VERSION := v0.316.0
@@ -43,7 +48,7 @@ define apt_install
 	@$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(1) > /dev/null
 endef
 
-.PHONY: deps test-deps run test compose-base-images kube-apiserver proto lint helm-docs helm-lint bench bench-quick bench-ingest bench-pipeline bench-demo bench-connect bench-restart bench-long-range bench-soak bench-security bench-oom bench-changes bench-ui fuzz ui ui-test reader-test
+.PHONY: deps test-deps run test compose-base-images kube-apiserver kube-node proto lint helm-docs helm-lint bench bench-quick bench-ingest bench-pipeline bench-demo bench-connect bench-restart bench-long-range bench-soak bench-security bench-oom bench-changes bench-ui fuzz ui ui-test reader-test
 
 # Two installs into the one virtualenv, each with its stamp, each redone when pyproject.toml changes:
 # RUN_ENV is Flamewatch and what running it needs (`make run`, split mode); DEV_ENV adds the test
@@ -112,25 +117,40 @@ $(COMPOSE):
 # version is stamped in as Kubernetes' own build does, so clients (helm's kubeVersion check) see v1.X.Y.
 kube-apiserver: $(KUBE_APISERVER)
 
-$(KUBE_APISERVER):
-	@echo "make: building kube-apiserver $(KUBERNETES_VERSION) from source into $(KUBE_APISERVER), for the Kubernetes tests (the first time takes about 10 minutes; later builds reuse the Go build cache)"
-	@mkdir -p $(CACHE)/bin $(CACHE)/src
-	@set -e; src=$(CURDIR)/$(CACHE)/src/kubernetes-$(KUBERNETES_VERSION); \
-	if [ ! -f $$src/.copied ]; then \
-		dir=$$(cd /tmp && GOWORK=off GOFLAGS= go mod download -json k8s.io/kubernetes@$(KUBERNETES_VERSION) \
-			| $(PYTHON) -c 'import json,sys; print(json.load(sys.stdin)["Dir"])'); \
-		rm -rf $$src; cp -r $$dir $$src; chmod -R u+w $$src; \
-		staging=$$(echo $(KUBERNETES_VERSION) | sed 's/^v1\./v0./'); \
-		sed -i -E "s#^(\s*)(k8s\.io/[a-z0-9-]+) => \./staging/src/k8s\.io/[a-z0-9-]+\$$#\1\2 => \2 $$staging#" $$src/go.mod; \
-		touch $$src/.copied; \
-	fi; \
-	version=$(KUBERNETES_VERSION); minor=$$(echo $$version | cut -d. -f2); \
+# The node of the cluster tests: kubelet, kube-scheduler, kube-controller-manager and kube-proxy from the same
+# source as kube-apiserver, CoreDNS from its Go module, and Debian's containerd, runc and CNI plugins.
+kube-node: $(KUBE_NODE) $(COREDNS) $(CNI_PLUGINS)
+
+$(KUBE_SRC)/.copied:
+	@mkdir -p $(CACHE)/src
+	@set -e; src=$(CURDIR)/$(KUBE_SRC); \
+	dir=$$(cd /tmp && GOWORK=off GOFLAGS= go mod download -json k8s.io/kubernetes@$(KUBERNETES_VERSION) \
+		| $(PYTHON) -c 'import json,sys; print(json.load(sys.stdin)["Dir"])'); \
+	rm -rf $$src; cp -r $$dir $$src; chmod -R u+w $$src; \
+	staging=$$(echo $(KUBERNETES_VERSION) | sed 's/^v1\./v0./'); \
+	sed -i -E "s#^(\s*)(k8s\.io/[a-z0-9-]+) => \./staging/src/k8s\.io/[a-z0-9-]+\$$#\1\2 => \2 $$staging#" $$src/go.mod
+	@touch $@
+
+$(KUBE_APISERVER) $(KUBE_NODE): | $(KUBE_SRC)/.copied
+	@echo "make: building $(notdir $@) $(KUBERNETES_VERSION) from source into $@, for the Kubernetes tests (the first one takes about 10 minutes; the others reuse the Go build cache: 15 s to 2 minutes each)"
+	@mkdir -p $(CACHE)/bin
+	@set -e; version=$(KUBERNETES_VERSION); minor=$$(echo $$version | cut -d. -f2); \
 	ldflags="-X k8s.io/component-base/version.gitVersion=$$version -X k8s.io/component-base/version.gitMajor=1 \
 		-X k8s.io/component-base/version.gitMinor=$$minor -X k8s.io/client-go/pkg/version.gitVersion=$$version \
 		-X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$$minor"; \
-	cd $$src && GOWORK=off GOFLAGS=-mod=mod nice go build -trimpath -ldflags "$$ldflags" \
-		-o $(CURDIR)/$(KUBE_APISERVER).tmp ./cmd/kube-apiserver
-	@mv $(KUBE_APISERVER).tmp $(KUBE_APISERVER)
+	cd $(KUBE_SRC) && GOWORK=off GOFLAGS=-mod=mod nice go build -trimpath -ldflags "$$ldflags" \
+		-o $(CURDIR)/$@.tmp ./cmd/$(notdir $@)
+	@mv $@.tmp $@
+
+# CoreDNS, which gives the cluster tests' Services their names, built from its Go module.
+$(COREDNS):
+	@echo "make: building CoreDNS $(COREDNS_VERSION) from source into $(COREDNS), for the cluster tests (the first time takes a few minutes)"
+	@mkdir -p $(CACHE)/bin
+	@GOBIN=$(CURDIR)/$(CACHE)/bin GOFLAGS=-trimpath nice go install github.com/coredns/coredns@$(COREDNS_VERSION)
+
+# Debian's container runtime and CNI plugins (bridge, host-local, loopback, portmap, firewall) for the node.
+$(CNI_PLUGINS):
+	$(call apt_install,containerd runc containernetworking-plugins nftables,the cluster tests)
 
 # Prometheus Alertmanager, which the alerting tests send incidents to, built from its Go module's source. Its
 # web UI is embedded from ui/app/dist, which is built by npm and not part of the module, so a writable copy
@@ -184,7 +204,7 @@ run: deps
 	demo=$$!; trap 'kill $$demo 2>/dev/null' EXIT INT TERM; \
 	$(VENV)/bin/flamewatch all --config.file examples/flamewatch.yaml
 
-test: test-deps $(HELM) $(KUBE_APISERVER) $(ALERTMANAGER) $(PROMETHEUS) $(ETCD) $(UI_BUILD) $(CHROMIUM) $(DEBUGINFOD) $(GPERFTOOLS) $(DOCKERD) \
+test: test-deps $(HELM) $(KUBE_APISERVER) $(KUBE_NODE) $(COREDNS) $(CNI_PLUGINS) $(ALERTMANAGER) $(PROMETHEUS) $(ETCD) $(UI_BUILD) $(CHROMIUM) $(DEBUGINFOD) $(GPERFTOOLS) $(DOCKERD) \
 		$(DEBOOTSTRAP) $(COMPOSE) ui-test reader-test
 	$(PY) -m pytest $(PYTEST_ARGS)
 

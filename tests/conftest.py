@@ -15,6 +15,7 @@ Tests declare what they touch with markers, and using a fixture without its mark
 | `helm_binary` | session | `helm` | Path of the `helm` binary `make` built into `.cache/bin` (see `infra.helm`) |
 | `docker_engine`, `docker_base_images` | session | `docker` | in `tests/deploy/conftest.py` (see `infra.docker`) |
 | `kube_api` | session | `kubernetes` | a running `infra.kubeapi.KubeAPIServer`: etcd + kube-apiserver, `kubeconfig` |
+| `kube_node` | session | `cluster` | in `tests/deploy/conftest.py`: a one-node cluster (`infra.kubenode.KubeNode`) |
 | `ui_node_modules` | session | `npm` | Path of the UI's `node_modules`, installed by `make` (`npm ci`) |
 | `alertmanager` | function | `alertmanager` | an `infra.alertmanager.AlertmanagerServer`, its webhook `receiver` |
 | `memory_cgroup` | function | `cgroup` | Path of a memory cgroup not yet created, with a unique name (removed after) |
@@ -64,6 +65,7 @@ REQUIRED_MARKERS = {
     "docker_engine": "docker",
     "docker_base_images": "docker",
     "kube_api": "kubernetes",
+    "kube_node": "cluster",
     "alertmanager": "alertmanager",
     "ui_node_modules": "npm",
     "debuginfod": "debuginfod",

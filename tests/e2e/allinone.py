@@ -5,6 +5,7 @@ import signal
 import subprocess
 from pathlib import Path
 
+import httpx
 from e2e.cluster import FLAMEWATCH
 
 
@@ -19,3 +20,14 @@ def start_all(workdir: Path, config: Path, http_port: int, grpc_port: int, *flag
 def stop(process: subprocess.Popen) -> int:
     process.send_signal(signal.SIGTERM)
     return process.wait(60)
+
+
+def incidents(http_port: int, namespace: str) -> list[dict]:
+    """The incidents of the last hour `flamewatch all` on `http_port` lists for the namespace ([] while it
+    does not answer yet)."""
+    try:
+        answer = httpx.get(f"http://127.0.0.1:{http_port}/api/v1/incidents", timeout=5,
+                           params={"from": "now-1h", "query": f'{{namespace="{namespace}"}}'})
+    except httpx.HTTPError:
+        return []
+    return answer.json()["incidents"] if answer.status_code == 200 else []

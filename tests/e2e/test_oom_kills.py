@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from e2e.allinone import start_all, stop
+from e2e.allinone import incidents, start_all, stop
 from e2e.calls import rest, tenant_header
 from e2e.cluster import Cluster
 from e2e.test_kubernetes_discovery import TENANT, Collector, _running, wait_for
@@ -207,17 +207,8 @@ def test_flamewatch_all_records_the_kill_of_a_pod_it_lists(kube_api: KubeAPIServ
     http_port = free_port()
     process = start_all(embedded_workdir, config, http_port, free_port())
     log = embedded_workdir / "all.log"
-
-    def incidents() -> list[dict]:
-        try:
-            answer = httpx.get(f"http://127.0.0.1:{http_port}/api/v1/incidents", timeout=5,
-                               params={"from": "now-1h", "query": f'{{namespace="{namespace}"}}'})
-        except httpx.HTTPError:
-            return []
-        return answer.json()["incidents"] if answer.status_code == 200 else []
-
     try:
-        [incident] = wait_for(incidents, 90, "the incident in flamewatch all", log)
+        [incident] = wait_for(lambda: incidents(http_port, namespace), 90, "the incident in flamewatch all", log)
     finally:
         assert stop(process) == 0, log.read_text()[-4000:]
     assert (incident["kind"], incident["time"], incident["restart_count"]) == ("oom_kill", killed_ns, 1)

@@ -36,6 +36,7 @@ DOCKERD = "/usr/sbin/dockerd"
 COMPOSE = CACHE_DIR / "bin" / "docker-compose"
 STATE_DIR = CACHE_DIR / "docker"
 IMAGES_DIR = REPO_ROOT / "tests" / "deploy" / "images"
+TARGETS_DIR = REPO_ROOT / "tests" / "targets"
 HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 HOST_NODE = Path("/usr/bin/node")
 HOST_NPM = Path("/usr/lib/node_modules/npm")
@@ -206,13 +207,15 @@ def debian_image() -> str:
     return tag
 
 
-def build_image(name: str, base: str, extra: Mapping[str, Path] | None = None) -> str:
+def build_image(name: str, base: str, extra: Mapping[str, Path] | None = None, tag_name: str = "") -> str:
     """`tests/deploy/images/<name>/` built on `base`, with `extra` files or directories added to the
-    context under the given names; tagged with a digest of all of it and built only when missing."""
+    context under the given names; tagged (`tag_name`, default `name`) with a digest of all of it and built
+    only when missing."""
     folder, extra = IMAGES_DIR / name, dict(extra or {})
     own = sorted(p for p in folder.rglob("*") if p.is_file())
-    tag = f"{TAG_PREFIX}/{name}:" + _digest(base, *(f"{p.relative_to(folder)}={_file_digest(p)}" for p in own),
-                                            *(f"{arc}={_input_digest(path)}" for arc, path in sorted(extra.items())))
+    tag = f"{TAG_PREFIX}/{tag_name or name}:" + _digest(
+        base, *(f"{p.relative_to(folder)}={_file_digest(p)}" for p in own),
+        *(f"{arc}={_input_digest(path)}" for arc, path in sorted(extra.items())))
     if image_exists(tag):
         return tag
     STATE_DIR.mkdir(parents=True, exist_ok=True)
@@ -244,6 +247,11 @@ def base_images() -> dict[str, str]:
         "FLAMEWATCH_POSTGRES_IMAGE": build_image("postgres", debian),
         "FLAMEWATCH_MINIO_IMAGE": build_image("minio", debian, {"minio": MINIO_BINARY}),
     }
+
+
+def target_image(go_image: str, target: str) -> str:
+    """`tests/targets/<target>` as a static program on an empty image (its entrypoint), built in `go_image`."""
+    return build_image("gotarget", go_image, {"target": TARGETS_DIR / target}, tag_name=target)
 
 
 # ------------------------------------------------------------------------------------------ compose

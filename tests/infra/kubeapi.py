@@ -31,16 +31,23 @@ ETCD = Path("/usr/bin/etcd")
 START_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 5.0  # kube-apiserver waits for open watches to drain; nothing is lost by killing it after
 ADMIN_TOKEN = "flamewatch-test-admin-token"
+SERVICE_RANGE = "10.96.0.0/16"
+SERVICE_IP = "10.96.0.1"  # the `kubernetes` Service's: the first of the range
 
 
 class KubeAPIServer:
-    def __init__(self, workdir: Path) -> None:
+    """`host` is the address it serves and advertises; `prefix` runs etcd and it under a command (a
+    cluster's `nsenter` into its network namespace); `flags` are added to kube-apiserver's own."""
+
+    def __init__(self, workdir: Path, host: str = "127.0.0.1", prefix: tuple[str, ...] = (),
+                 flags: tuple[str, ...] = ()) -> None:
         for binary, how in ((KUBE_APISERVER, "make .cache/bin/kube-apiserver"), (ETCD, "make /usr/bin/etcd")):
             if not binary.is_file():
                 raise FileNotFoundError(f"{binary} is missing: `{how}` (or `make test`) installs it")
         self.workdir = workdir
+        self.host, self._prefix, self._flags = host, prefix, flags
         self.port = free_port()
-        self.url = f"https://127.0.0.1:{self.port}"
+        self.url = f"https://{host}:{self.port}"
         self.kubeconfig = workdir / "kubeconfig"
         self.ca_file = workdir / "ca.crt"
         self._processes: list[subprocess.Popen[bytes]] = []
@@ -102,7 +109,7 @@ class KubeAPIServer:
         self._openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=flamewatch-test-ca",
                       "-keyout", "ca.key", "-out", "ca.crt")
         (self.workdir / "server.ext").write_text(
-            "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc\n"
+            f"subjectAltName=IP:127.0.0.1,IP:{self.host},IP:{SERVICE_IP},DNS:localhost,DNS:kubernetes.default.svc\n"
             "extendedKeyUsage=serverAuth\n")
         self._openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=kube-apiserver",
                       "-keyout", "server.key", "-out", "server.csr")
@@ -114,7 +121,7 @@ class KubeAPIServer:
 
     def _spawn(self, name: str, args: list[str]) -> subprocess.Popen[bytes]:
         with (self.workdir / f"{name}.log").open("wb") as log:
-            process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir)
+            process = subprocess.Popen([*self._prefix, *args], stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir)
         self._processes.append(process)
         return process
 
@@ -129,15 +136,15 @@ class KubeAPIServer:
     def _start_apiserver(self, etcd_url: str) -> None:
         w = self.workdir
         self._spawn("kube-apiserver", [
-            str(KUBE_APISERVER), f"--etcd-servers={etcd_url}", "--bind-address=127.0.0.1",
-            "--advertise-address=127.0.0.1", f"--secure-port={self.port}", f"--cert-dir={w / 'certs'}",
+            str(KUBE_APISERVER), f"--etcd-servers={etcd_url}", f"--bind-address={self.host}",
+            f"--advertise-address={self.host}", f"--secure-port={self.port}", f"--cert-dir={w / 'certs'}",
             f"--tls-cert-file={w / 'server.crt'}", f"--tls-private-key-file={w / 'server.key'}",
             f"--token-auth-file={w / 'tokens.csv'}", "--authorization-mode=RBAC",
             f"--service-account-key-file={w / 'sa.pub'}", f"--service-account-signing-key-file={w / 'sa.key'}",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-            "--service-cluster-ip-range=10.96.0.0/16", "--enable-priority-and-fairness=false",
+            f"--service-cluster-ip-range={SERVICE_RANGE}", "--enable-priority-and-fairness=false",
             # Watches go to etcd, so a compaction (compact()) makes an old resourceVersion answer 410 Gone.
-            "--watch-cache=false",
+            "--watch-cache=false", *self._flags,
         ])
 
     def _wait_ready(self) -> None:

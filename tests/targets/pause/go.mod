@@ -1,0 +1,3 @@
+module flamewatch/tests/targets/pause
+
+go 1.22

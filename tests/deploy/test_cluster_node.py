@@ -11,16 +11,15 @@ import socket
 import struct
 import tempfile
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TypeVar
 
 import httpx
 import pytest
 from e2e.allinone import incidents, start_all, stop
-from e2e.test_kubernetes_discovery import wait_for
 from e2e.test_oom_kills import CONFIG, M
-from infra.kubenode import DNS_DOMAIN, NODE_IP, NODE_NAME, KubeNode
+from infra.kubenode import DNS_DOMAIN, NODE_IP, NODE_NAME, PPROF_PORT, KubeNode, pprof_container
 from infra.ports import free_port
 from kubernetes import client as k8s
 
@@ -30,16 +29,7 @@ pytestmark = [pytest.mark.cluster, pytest.mark.docker, pytest.mark.postgres]
 
 T = TypeVar("T")
 S = 10**9
-PPROF_PORT = 6060
 LIMIT_MIB = 64
-
-
-def wait_until(check: Callable[[], T], timeout_s: float, what: str, node: KubeNode, log: Path | None = None) -> T:
-    """`wait_for`, with the node's logs when it times out."""
-    try:
-        return wait_for(check, timeout_s, what, log)
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}\n{node.logs(1500)}") from None
 
 
 def resolve(server: str, name: str) -> list[str]:
@@ -58,11 +48,6 @@ def resolve(server: str, name: str) -> list[str]:
             found.append(socket.inet_ntoa(answer[at + 10:at + 14]))
         at += 10 + length
     return found
-
-
-def container(name: str, image: str, *args: str, **fields) -> k8s.V1Container:
-    return k8s.V1Container(name=name, image=image, image_pull_policy="Never", args=list(args),
-                           ports=[k8s.V1ContainerPort(name="pprof", container_port=PPROF_PORT)], **fields)
 
 
 def pod_status(core: k8s.CoreV1Api, namespace: str, name: str) -> k8s.V1PodStatus:
@@ -96,12 +81,12 @@ def test_the_node_runs_a_pod_that_answers_by_pod_ip_and_by_the_service_coredns_n
     probe = k8s.V1Probe(http_get=k8s.V1HTTPGetAction(path="/debug/pprof/", port=PPROF_PORT), period_seconds=1)
     core.create_namespaced_pod(namespace, k8s.V1Pod(
         metadata=k8s.V1ObjectMeta(name="demo", labels={"app": "demo"}),
-        spec=k8s.V1PodSpec(containers=[container("demo", kube_node.image("workload"), "-addr", f":{PPROF_PORT}",
+        spec=k8s.V1PodSpec(containers=[pprof_container("demo", kube_node.image("workload"), "-addr", f":{PPROF_PORT}",
                                                  readiness_probe=probe)])))
     service = core.create_namespaced_service(namespace, k8s.V1Service(
         metadata=k8s.V1ObjectMeta(name="demo"),
         spec=k8s.V1ServiceSpec(selector={"app": "demo"}, ports=[k8s.V1ServicePort(port=80, target_port="pprof")])))
-    pod_ip = wait_until(lambda: ready(core, namespace, "demo"), 60, "Ready demo pod", kube_node)
+    pod_ip = kube_node.until(lambda: ready(core, namespace, "demo"), "Ready demo pod", 60)
     assert pod_ip.startswith("10.245.0.")
 
     # the pod network, from the host
@@ -110,10 +95,10 @@ def test_the_node_runs_a_pod_that_answers_by_pod_ip_and_by_the_service_coredns_n
 
     # the Service: CoreDNS answers its name with its cluster IP, which kube-proxy forwards to the pod
     name = f"demo.{namespace}.svc.{DNS_DOMAIN}"
-    assert wait_until(lambda: resolve(NODE_IP, name), 30, f"an A record of {name}", kube_node) == \
+    assert kube_node.until(lambda: resolve(NODE_IP, name), f"an A record of {name}", 30) == \
         [service.spec.cluster_ip]
-    through = wait_until(lambda: _get(f"http://{service.spec.cluster_ip}/debug/pprof/heap"), 30,
-                         "an answer through the Service's cluster IP", kube_node)
+    through = kube_node.until(lambda: _get(f"http://{service.spec.cluster_ip}/debug/pprof/heap"),
+                              "an answer through the Service's cluster IP", 30)
     assert "inuse_space" in heap_sample_types(through.content)
 
 
@@ -140,13 +125,13 @@ def test_a_real_oom_kill_is_restarted_by_the_kubelet_and_recorded_with_the_heap_
     namespace = kube_node.namespace(f"oom-{uuid.uuid4().hex[:6]}")
     # 1 MiB a second into a 64 MiB limit: killed about a minute after it starts, scraped every 5 s meanwhile.
     # GOGC=10: Go's heap profile shows the heap as of the last collection (see tests/e2e/test_oom_kills.py).
-    leaky = container("leaky", kube_node.image("leaky"), "-addr", f":{PPROF_PORT}", "-rate", str(1 << 20),
+    leaky = pprof_container("leaky", kube_node.image("leaky"), "-addr", f":{PPROF_PORT}", "-rate", str(1 << 20),
                       env=[k8s.V1EnvVar(name="GOGC", value="10")],
                       resources=k8s.V1ResourceRequirements(limits={"memory": f"{LIMIT_MIB}Mi"}))
     core.create_namespaced_pod(namespace, k8s.V1Pod(
         metadata=k8s.V1ObjectMeta(name="leaky-0", annotations={"profiles.grafana.com/memory.scrape": "true"}),
         spec=k8s.V1PodSpec(containers=[leaky], restart_policy="Always")))
-    wait_until(lambda: ready(core, namespace, "leaky-0"), 60, "Running leaky pod", kube_node)
+    kube_node.until(lambda: ready(core, namespace, "leaky-0"), "Running leaky pod", 60)
 
     config = workdir / "flamewatch.yaml"
     config.write_text(CONFIG.format(interval="15s", kubeconfig=kube_node.kubeconfig, namespace=namespace, m=M))
@@ -154,15 +139,15 @@ def test_a_real_oom_kill_is_restarted_by_the_kubelet_and_recorded_with_the_heap_
     process = start_all(workdir, config, http_port, free_port())
     log = workdir / "all.log"
     try:
-        wait_until(lambda: incidents(http_port, namespace), 240, "incident of the kill", kube_node, log)
+        kube_node.until(lambda: incidents(http_port, namespace), "incident of the kill", 240, log)
         # What the kernel and the kubelet did: killed for memory, restarted in place (after a back-off).
-        status = wait_until(lambda: restarted(core, namespace, "leaky-0"), 60, "restart of the killed container",
-                            kube_node, log)
+        status = kube_node.until(lambda: restarted(core, namespace, "leaky-0"), "restart of the killed container",
+                                 60, log)
         killed = status.last_state.terminated
         assert (killed.reason, killed.exit_code) == ("OOMKilled", 137), status
         killed_ns = int(killed.finished_at.timestamp()) * S
-        [incident] = wait_until(lambda: [i for i in incidents(http_port, namespace) if i["time"] == killed_ns], 30,
-                                "incident of the kill the pod's status shows", kube_node, log)
+        [incident] = kube_node.until(lambda: [i for i in incidents(http_port, namespace) if i["time"] == killed_ns],
+                                     "incident of the kill the pod's status shows", 30, log)
         heap = incident["evidence"]["last_heap"]
         top = httpx.get(f"http://127.0.0.1:{http_port}/api/v1/query", timeout=30, params={
             "query": heap["query"], "from": str(heap["time"]), "until": str(heap["time"]), "format": "top"})

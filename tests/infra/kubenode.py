@@ -30,8 +30,9 @@ import json
 import shutil
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TypeVar
 
 import yaml
 from kubernetes import client as k8s
@@ -54,10 +55,14 @@ BRIDGE = "fwnode0"
 NODE_NAME = "flamewatch-node"
 DNS_DOMAIN = "cluster.local"
 CGROUP_ROOT = Path("/sys/fs/cgroup")
+PPROF_PORT = 6060
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 10.0
 # What the kubelet, containerd and libcni leave at fixed paths outside the work directory.
 FIXED_PATHS = (Path("/var/lib/kubelet/device-plugins"), Path("/var/log/containers"), Path("/var/lib/cni/results"))
+
+
+T = TypeVar("T")
 
 
 class KubeNodeError(RuntimeError):
@@ -134,7 +139,7 @@ class KubeNode:
         except ApiException as exc:
             if exc.status != 409:
                 raise
-        self._wait(lambda: _exists(lambda: core.read_namespaced_service_account("default", name)),
+        self.until(lambda: _exists(lambda: core.read_namespaced_service_account("default", name)),
                    f"the default ServiceAccount of {name}")
         return name
 
@@ -154,7 +159,7 @@ class KubeNode:
         self._start_kubelet()
         self._start_controllers()
         self._start_coredns()
-        self._wait(self._node_ready, f"node {NODE_NAME} Ready")
+        self.until(self._node_ready, f"node {NODE_NAME} Ready")
         self.namespace("default")
         self.started_s = time.monotonic() - began
 
@@ -187,7 +192,7 @@ class KubeNode:
         config.write_text(CONTAINERD_CONFIG.format(root=w / "containerd", pause=self.image("pause"),
                                                    runc=RUNC, cni_bin=CNI_BIN, cni_conf=w / "cni" / "net.d"))
         self._spawn("containerd", [str(CONTAINERD), "--config", str(config)])
-        self._wait(lambda: subprocess.run([CTR, "-a", str(self.socket), "version"], capture_output=True)
+        self.until(lambda: subprocess.run([CTR, "-a", str(self.socket), "version"], capture_output=True)
                    .returncode == 0, "containerd")
 
     def _cni_config(self) -> dict:
@@ -199,9 +204,17 @@ class KubeNode:
             {"type": "portmap", "capabilities": {"portMappings": True}},
             {"type": "loopback"}]}
 
+    def load(self, images: Mapping[str, str]) -> None:
+        """More images (role -> Docker tag) for the pods, imported as at the start."""
+        self._import(list(images.values()))
+        self.images.update(images)
+
     def _import_images(self) -> None:
+        self._import(list(self.images.values()))
+
+    def _import(self, tags: list[str]) -> None:
         """The Docker engine's images, saved and imported into containerd's `k8s.io` namespace."""
-        saved = subprocess.run(["docker", "save", *self.images.values()], capture_output=True, timeout=600)
+        saved = subprocess.run(["docker", "save", *tags], capture_output=True, timeout=600)
         if saved.returncode != 0:
             raise KubeNodeError(f"docker save: {saved.stderr.decode(errors='replace')}")
         run(CTR, "-a", str(self.socket), "-n", "k8s.io", "images", "import", "-", stdin=saved.stdout, timeout=600)
@@ -265,17 +278,23 @@ class KubeNode:
             return False
         return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
 
-    def _wait(self, ready, what: str, timeout: float = START_TIMEOUT_S) -> None:
+    def until(self, check: Callable[[], T], what: str, timeout: float = START_TIMEOUT_S,
+              log: Path | None = None) -> T:
+        """`check()` once it is truthy; KubeNodeError with the node's logs (and `log`'s end) if it is not
+        within `timeout` seconds or a part of the node exits meanwhile."""
         deadline = time.monotonic() + timeout
+        last = None
         while time.monotonic() < deadline:
             for process in self._processes:
                 if process.poll() is not None:
                     raise KubeNodeError(f"{process.args[2]} exited with {process.returncode} while waiting for "
                                         f"{what}:\n{self.logs()}")
-            if ready():
-                return
+            last = check()
+            if last:
+                return last
             time.sleep(0.3)
-        raise KubeNodeError(f"no {what} after {timeout:.0f} s:\n{self.logs()}")
+        tail = f"\n--- {log.name}\n{log.read_text(errors='replace')[-4000:]}" if log else ""
+        raise KubeNodeError(f"no {what} after {timeout:.0f} s (last: {last!r}):\n{self.logs(1500)}{tail}")
 
     def logs(self, tail: int = 3000) -> str:
         return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-tail:]}"
@@ -341,6 +360,13 @@ class KubeNode:
             shutil.rmtree(path, ignore_errors=True)
             with contextlib.suppress(OSError):  # kept when something else put files there
                 path.parent.rmdir()
+
+
+def pprof_container(name: str, image: str, *args: str, **fields) -> k8s.V1Container:
+    """A container of a Go program of `tests/targets`, its image imported (never pulled), serving
+    net/http/pprof on the port named `pprof`."""
+    return k8s.V1Container(name=name, image=image, image_pull_policy="Never", args=list(args),
+                           ports=[k8s.V1ContainerPort(name="pprof", container_port=PPROF_PORT)], **fields)
 
 
 def _exists(read) -> bool:

@@ -194,6 +194,10 @@ def common_flags(p: Parser, heap_profiling: bool = False) -> None:
           "with Flamewatch's bearer_tokens, access (which tenants each credential may read and write) and "
           "client (how this process calls the other services); see the README's Security section. Without "
           "one, every request may read and write every tenant", dest="web_config_file", default=None)
+    p.add("--grpc.max-connection-age", "seconds a client's gRPC connection to this process lives before it is "
+          "asked to reconnect (a GOAWAY, its calls given as long again to finish): clients that balance over a DNS "
+          "name, as collectors over the ingesters' headless Service, then spread onto pods added since",
+          dest="grpc_max_connection_age", type=float, default=600.0)
     p.add("--self-profiling.heap", "trace Python allocations so /debug/pprof/heap can answer (tracemalloc: "
           "several times the CPU of the service's own work, so off by default)", dest="heap_profiling",
           action=argparse.BooleanOptionalAction, default=heap_profiling)

@@ -45,7 +45,7 @@ def listen(args: argparse.Namespace, stack: contextlib.AsyncExitStack, http_addr
 
     security = web_security(args)
     listeners = bind(http_address, grpc_address, interceptors=[AuthInterceptor(security.authenticator)],
-                     tls=security.server_tls)
+                     tls=security.server_tls, max_connection_age_s=args.grpc_max_connection_age)
     stack.callback(listeners.close)
     security.warn_if_open(listeners.http_address, listeners.grpc_address)
     return listeners

@@ -22,17 +22,17 @@ from flamewatch.rpc.tls import ServerCertificates
 
 log = logging.getLogger(__name__)
 
-# A connection is closed (GOAWAY, its calls given a grace period) after about 10 minutes, so clients that
-# balance over a DNS name (the collector over a headless Service of ingesters) re-resolve it and spread
-# onto pods added since they connected; gRPC adds jitter, so the reconnects do not come at once.
-MAX_CONNECTION_AGE_S = 600
-GRPC_OPTIONS = [
-    ("grpc.so_reuseport", 0),
-    ("grpc.max_receive_message_length", 64 << 20),
-    ("grpc.max_send_message_length", 256 << 20),
-    ("grpc.max_connection_age_ms", MAX_CONNECTION_AGE_S * 1000),
-    ("grpc.max_connection_age_grace_ms", MAX_CONNECTION_AGE_S * 1000),
-]
+MESSAGE_LIMITS = [("grpc.max_receive_message_length", 64 << 20), ("grpc.max_send_message_length", 256 << 20)]
+
+
+def grpc_options(max_connection_age_s: float) -> list[tuple[str, int]]:
+    """A server's options. A connection is closed (GOAWAY, its calls given as long again to finish) after
+    `max_connection_age_s` (`--grpc.max-connection-age`), so clients that balance over a DNS name (the
+    collector over a headless Service of ingesters) re-resolve it and spread onto pods added since they
+    connected; gRPC adds jitter, so the reconnects do not come at once."""
+    age_ms = int(max_connection_age_s * 1000)
+    return [("grpc.so_reuseport", 0), *MESSAGE_LIMITS, ("grpc.max_connection_age_ms", age_ms),
+            ("grpc.max_connection_age_grace_ms", age_ms)]
 
 
 class ListenError(OSError):
@@ -70,12 +70,13 @@ class Listeners:
 
 def listen(http_address: str, grpc_address: str | None, http_flag: str = "--http-address",
            grpc_flag: str = "--grpc-address", interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
-           tls: ServerCertificates | None = None) -> Listeners:
+           tls: ServerCertificates | None = None, *, max_connection_age_s: float) -> Listeners:
     """Bind both addresses, or raise ListenError and leave nothing bound. Needs a running event loop.
     `interceptors` see every gRPC call first (the credential check of `rpc.auth`)."""
     http = bind_http(http_address, http_flag)
     try:
-        server, port = bind_grpc(grpc_address, grpc_flag, interceptors, tls) if grpc_address else (None, 0)
+        server, port = (bind_grpc(grpc_address, grpc_flag, interceptors, tls, max_connection_age_s=max_connection_age_s)
+                        if grpc_address else (None, 0))
     except BaseException:
         http.close()
         raise
@@ -101,10 +102,10 @@ def bind_http(address: str, flag: str) -> socket.socket:
 
 
 def bind_grpc(address: str, flag: str, interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
-              tls: ServerCertificates | None = None) -> tuple[grpc.aio.Server, int]:
+              tls: ServerCertificates | None = None, *, max_connection_age_s: float) -> tuple[grpc.aio.Server, int]:
     """The server with its port bound, and that port."""
     host, port = parse_address(address)
-    server = grpc.aio.server(options=GRPC_OPTIONS, interceptors=list(interceptors) or None)
+    server = grpc.aio.server(options=grpc_options(max_connection_age_s), interceptors=list(interceptors) or None)
     target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     try:
         bound = server.add_insecure_port(target) if tls is None else \

@@ -13,14 +13,14 @@ from flamewatch.api.flamewatch.v1 import symbolizer_pb2 as pb
 from flamewatch.api.flamewatch.v1 import symbolizer_pb2_grpc
 from flamewatch.querier.symbolization import ObjectAddresses, ObjectAnswer, SymbolizerUnavailable
 from flamewatch.rpc.channels import describe_failure, grpc_blocking_channel
-from flamewatch.rpc.listen import GRPC_OPTIONS
+from flamewatch.rpc.listen import MESSAGE_LIMITS
 from flamewatch.rpc.tenant import HEADER
 
 
 class GrpcSymbolizer:
     def __init__(self, address: str, timeout_s: float = 30.0):
         self.address = address
-        self._channel = grpc_blocking_channel(address, options=[o for o in GRPC_OPTIONS if "length" in o[0]])
+        self._channel = grpc_blocking_channel(address, options=MESSAGE_LIMITS)
         self._stub = symbolizer_pb2_grpc.SymbolizerServiceStub(self._channel)
         self._timeout = timeout_s
 

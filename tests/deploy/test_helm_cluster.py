@@ -2,8 +2,11 @@
 Kubernetes discovery on, from the images this checkout builds. Every pod becomes Ready; the collector
 finds an annotated demo pod through the API with its service account, scrapes it over the pod network and
 pushes to the ingesters through their headless Service; the frontend's Service answers the UI and the query
-API with the demo's functions. The figures (install to all Ready, install to the demo's first flamegraph)
-are printed for the record."""
+API with the demo's functions. Scaled to three ingesters, the pushes spread over all three; `helm upgrade`
+rolls every Flamewatch pod and loses no acknowledged profile; `helm uninstall` leaves nothing behind. The
+figures (install to all Ready, install to the demo's first flamegraph) are printed for the record.
+
+The tests run in file order on one release."""
 
 from __future__ import annotations
 
@@ -21,8 +24,10 @@ from kubernetes import client as k8s
 pytestmark = [pytest.mark.cluster, pytest.mark.docker, pytest.mark.helm, pytest.mark.usefixtures("helm_binary")]
 
 RELEASE = "fw"
+CONNECTION_AGE_S = 10
 DEMO_FUNCTIONS = {"main.cpuFibonacci", "main.cpuHashLoop"}
 CPU = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
+S = 10**9
 
 
 def repository_and_tag(image: str) -> tuple[str, str]:
@@ -74,12 +79,20 @@ def installed(kube_node: KubeNode, chart_images: dict[str, str]) -> Iterator[Ins
             "profiles.grafana.com/service_name": "demo"}),
         spec=k8s.V1PodSpec(containers=[pprof_container("demo", chart_images["workload"], "-addr", f":{PPROF_PORT}")])))
     began = time.monotonic()
-    helm.run("install", RELEASE, str(helm.CHART), "--kubeconfig", str(kube_node.kubeconfig), "--namespace", namespace,
-             *(arg for s in [*image_values(chart_images), "collector.kubernetesDiscovery.enabled=true",
-                             f"collector.kubernetesDiscovery.namespaces={{{namespace}}}"] for arg in ("--set", s)))
+    values = [*image_values(chart_images), "collector.kubernetesDiscovery.enabled=true",
+              f"collector.kubernetesDiscovery.namespaces={{{namespace}}}",
+              # collectors find ingesters added later when their connection is renewed: soon, in a test
+              f"ingester.extraArgs={{--grpc.max-connection-age={CONNECTION_AGE_S}}}"]
+    helm.run("install", RELEASE, str(helm.CHART), *kube(kube_node, namespace),
+             *(arg for value in values for arg in ("--set", value)))
     kube_node.until(lambda: pods_ready(core, namespace), "every pod of the release Ready", 300)
     yield Installed(namespace, time.monotonic() - began, began)
-    helm.run("uninstall", RELEASE, "--kubeconfig", str(kube_node.kubeconfig), "--namespace", namespace, "--wait")
+    if RELEASE in helm.run("list", "--short", *kube(kube_node, namespace)).split():
+        helm.run("uninstall", RELEASE, *kube(kube_node, namespace), "--wait")
+
+
+def kube(node: KubeNode, namespace: str) -> list[str]:
+    return ["--kubeconfig", str(node.kubeconfig), "--namespace", namespace]
 
 
 def service_url(kube_node: KubeNode, namespace: str, name: str) -> str:
@@ -110,3 +123,95 @@ def test_every_pod_becomes_ready_and_the_frontend_service_shows_the_demo_pods_fu
     assert found >= DEMO_FUNCTIONS
     print(f"\nhelm install to every pod Ready: {installed.ready_s:.1f} s; "
           f"to the demo's first flamegraph through the frontend Service: {first_s:.1f} s")
+
+
+def component_pods(core: k8s.CoreV1Api, namespace: str, component: str) -> list[k8s.V1Pod]:
+    return core.list_namespaced_pod(namespace, label_selector=f"app.kubernetes.io/component={component}").items
+
+
+def ingested(pod_ip: str) -> float:
+    """The profiles an ingester pod stored, from its metrics."""
+    metrics = httpx.get(f"http://{pod_ip}:4100/metrics", timeout=10).text
+    return sum(float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
+               if line.startswith("flamewatch_ingested_profiles_total{"))
+
+
+def test_three_ingesters_each_get_the_collectors_pushes(kube_node: KubeNode, installed: Installed) -> None:
+    core, apps = k8s.CoreV1Api(kube_node.api_client()), k8s.AppsV1Api(kube_node.api_client())
+    apps.patch_namespaced_deployment_scale(f"{RELEASE}-flamewatch-ingester", installed.namespace,
+                                           {"spec": {"replicas": 3}})
+
+    def three_ready() -> list[str] | None:
+        ips = [p.status.pod_ip for p in component_pods(core, installed.namespace, "ingester")
+               if any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])]
+        return ips if len(ips) == 3 else None
+
+    ips = kube_node.until(three_ready, "three Ready ingesters", 120)
+    before = {ip: ingested(ip) for ip in ips}
+    grown = kube_node.until(lambda: (now := {ip: ingested(ip) for ip in ips}) and
+                            (now if all(now[ip] > before[ip] for ip in ips) else None),
+                            "pushes reaching every ingester", 4 * CONNECTION_AGE_S + 60)
+    assert all(grown[ip] > before[ip] for ip in ips), (before, grown)
+
+
+def profiles_in(url: str, start_ns: int, end_ns: int) -> int:
+    answer = httpx.get(f"{url}/api/v1/query", timeout=30, params={
+        "query": f'{CPU}{{service_name="demo"}}', "from": str(start_ns), "until": str(end_ns), "format": "top"})
+    assert answer.status_code == 200, answer.text
+    return answer.json()["profiles"]
+
+
+def test_an_upgrade_rolls_every_flamewatch_pod_and_keeps_every_acknowledged_profile(
+        kube_node: KubeNode, installed: Installed) -> None:
+    core = k8s.CoreV1Api(kube_node.api_client())
+    url = service_url(kube_node, installed.namespace, f"{RELEASE}-flamewatch-frontend")
+    window = (time.time_ns() - 600 * S, time.time_ns() - 20 * S)  # closed: every push in it acknowledged
+    stored = profiles_in(url, *window)
+    assert stored > 0
+    flamewatch = {"ingester", "querier", "frontend", "symbolizer", "collector"}
+    old = {p.metadata.uid for c in flamewatch for p in component_pods(core, installed.namespace, c)}
+    helm.run("upgrade", RELEASE, str(helm.CHART), *kube(kube_node, installed.namespace), "--reuse-values",
+             "--set", "logLevel=debug", "--wait", "--timeout", "5m")
+
+    def rolled() -> bool:
+        pods = [p for c in flamewatch for p in component_pods(core, installed.namespace, c)]
+        return not {p.metadata.uid for p in pods} & old and pods_ready(core, installed.namespace) is not None
+
+    kube_node.until(rolled, "every Flamewatch pod replaced and Ready", 300)
+    assert kube_node.until(lambda: _answer(lambda: profiles_in(url, *window)), "the query API after the upgrade",
+                           60) == stored
+
+
+def _answer(ask):
+    try:
+        return ask()
+    except (httpx.HTTPError, AssertionError):
+        return None
+
+
+def test_uninstall_leaves_nothing_of_the_release(kube_node: KubeNode, installed: Installed) -> None:
+    selector = f"app.kubernetes.io/instance={RELEASE}"  # on every object the chart renders
+    core, apps = k8s.CoreV1Api(kube_node.api_client()), k8s.AppsV1Api(kube_node.api_client())
+    rbac = k8s.RbacAuthorizationV1Api(kube_node.api_client())
+    ns = installed.namespace
+    assert len(apps.list_namespaced_deployment(ns, label_selector=selector).items) >= 7
+    assert rbac.list_namespaced_role(ns, label_selector=selector).items  # discovery's, in the namespace named
+    helm.run("uninstall", RELEASE, *kube(kube_node, installed.namespace), "--wait", "--timeout", "3m")
+    kube_node.until(lambda: not core.list_namespaced_pod(ns, label_selector=selector).items,
+                    "the release's pods gone", 120)
+    left = {
+        "deployments": apps.list_namespaced_deployment(ns, label_selector=selector).items,
+        "services": core.list_namespaced_service(ns, label_selector=selector).items,
+        "secrets": core.list_namespaced_secret(ns, label_selector=selector).items,
+        "config maps": core.list_namespaced_config_map(ns, label_selector=selector).items,
+        "service accounts": core.list_namespaced_service_account(ns, label_selector=selector).items,
+        "roles": rbac.list_namespaced_role(ns, label_selector=selector).items,
+        "role bindings": rbac.list_namespaced_role_binding(ns, label_selector=selector).items,
+        "cluster roles": rbac.list_cluster_role(label_selector=selector).items,
+        "disruption budgets": k8s.PolicyV1Api(kube_node.api_client()).list_namespaced_pod_disruption_budget(
+            ns, label_selector=selector).items,
+        "claims": core.list_namespaced_persistent_volume_claim(ns).items,  # none: persistence is off by default
+    }
+    assert not any(left.values()), {kind: [o.metadata.name for o in found] for kind, found in left.items() if found}
+    # the demo, which is not the release's, runs on
+    assert core.read_namespaced_pod("demo", ns).status.phase == "Running"

@@ -211,8 +211,9 @@ def tree_json(node: query_pb2.TreeNode) -> dict:
 
 
 def diff_json(fg: query_pb2.FlameGraphDiff) -> dict:
-    return {"names": list(fg.names), "levels": [list(lv.values) for lv in fg.levels], "total": fg.total,
+    body = {"names": list(fg.names), "levels": [list(lv.values) for lv in fg.levels], "total": fg.total,
             "max_self": fg.max_self, "left_ticks": fg.left_ticks, "right_ticks": fg.right_ticks}
+    return {**body, "binaries": list(fg.binaries)} if fg.binaries else body
 
 
 def labels_json(labels) -> dict[str, str]:

@@ -3,10 +3,11 @@ Kubernetes discovery on, from the images this checkout builds. Every pod becomes
 finds an annotated demo pod through the API with its service account, scrapes it over the pod network and
 pushes to the ingesters through their headless Service; the frontend's Service answers the UI and the query
 API with the demo's functions. Scaled to three ingesters, the pushes spread over all three; `helm upgrade`
-rolls every Flamewatch pod and loses no acknowledged profile; `helm uninstall` leaves nothing behind. The
-figures (install to all Ready, install to the demo's first flamegraph) are printed for the record.
+rolls every Flamewatch pod and loses no acknowledged profile; `helm uninstall` leaves nothing behind. In
+`mode: single` one pod runs every service and shows the same. The figures (install to all Ready, install to
+the demo's first flamegraph) are printed for the record.
 
-The tests run in file order on one release."""
+The tests of the `installed` release run in file order on it."""
 
 from __future__ import annotations
 
@@ -68,27 +69,47 @@ def pods_ready(core: k8s.CoreV1Api, namespace: str) -> list[k8s.V1Pod] | None:
     return pods if ok else None
 
 
-@pytest.fixture(scope="module")
-def installed(kube_node: KubeNode, chart_images: dict[str, str]) -> Iterator[Installed]:
-    namespace = kube_node.namespace(f"profiling-{uuid.uuid4().hex[:6]}")
-    core = k8s.CoreV1Api(kube_node.api_client())
+def install(node: KubeNode, release: str, images: dict[str, str], *values: str) -> Installed:
+    """A namespace with the annotated demo pod, and the release installed into it with discovery of that
+    namespace; once every pod is Ready."""
+    namespace = node.namespace(f"profiling-{uuid.uuid4().hex[:6]}")
+    core = k8s.CoreV1Api(node.api_client())
     # the demo: a Go program serving net/http/pprof, annotated as the chart's discovery expects
     core.create_namespaced_pod(namespace, k8s.V1Pod(
         metadata=k8s.V1ObjectMeta(name="demo", labels={"app": "demo"}, annotations={
             "profiles.grafana.com/cpu.scrape": "true", "profiles.grafana.com/cpu.port_name": "pprof",
             "profiles.grafana.com/service_name": "demo"}),
-        spec=k8s.V1PodSpec(containers=[pprof_container("demo", chart_images["workload"], "-addr", f":{PPROF_PORT}")])))
+        spec=k8s.V1PodSpec(containers=[pprof_container("demo", images["workload"], "-addr", f":{PPROF_PORT}")])))
     began = time.monotonic()
-    values = [*image_values(chart_images), "collector.kubernetesDiscovery.enabled=true",
-              f"collector.kubernetesDiscovery.namespaces={{{namespace}}}",
-              # collectors find ingesters added later when their connection is renewed: soon, in a test
-              f"ingester.extraArgs={{--grpc.max-connection-age={CONNECTION_AGE_S}}}"]
-    helm.run("install", RELEASE, str(helm.CHART), *kube(kube_node, namespace),
-             *(arg for value in values for arg in ("--set", value)))
-    kube_node.until(lambda: pods_ready(core, namespace), "every pod of the release Ready", 300)
-    yield Installed(namespace, time.monotonic() - began, began)
-    if RELEASE in helm.run("list", "--short", *kube(kube_node, namespace)).split():
-        helm.run("uninstall", RELEASE, *kube(kube_node, namespace), "--wait")
+    sets = [*image_values(images), "collector.kubernetesDiscovery.enabled=true",
+            f"collector.kubernetesDiscovery.namespaces={{{namespace}}}", *values]
+    helm.run("install", release, str(helm.CHART), *kube(node, namespace), *(a for v in sets for a in ("--set", v)))
+    node.until(lambda: pods_ready(core, namespace), "every pod of the release Ready", 300)
+    return Installed(namespace, time.monotonic() - began, began)
+
+
+def uninstall(node: KubeNode, release: str, namespace: str) -> None:
+    if release in helm.run("list", "--short", *kube(node, namespace)).split():
+        helm.run("uninstall", release, *kube(node, namespace), "--wait", "--timeout", "3m")
+
+
+@pytest.fixture(scope="module")
+def installed(kube_node: KubeNode, chart_images: dict[str, str]) -> Iterator[Installed]:
+    # collectors find ingesters added later when their connection is renewed: soon, in a test
+    release = install(kube_node, RELEASE, chart_images,
+                      f"ingester.extraArgs={{--grpc.max-connection-age={CONNECTION_AGE_S}}}")
+    yield release
+    uninstall(kube_node, RELEASE, release.namespace)
+
+
+def demo_flamegraph_s(node: KubeNode, release: str, installed: Installed) -> float:
+    """Seconds from `helm install` to the demo's functions in a CPU flamegraph through the frontend Service."""
+    url = service_url(node, installed.namespace, f"{release}-flamewatch-frontend")
+    assert "<div id=\"root\">" in httpx.get(url + "/", timeout=10).text  # the UI
+    found = node.until(lambda: top_functions(url) if top_functions(url) >= DEMO_FUNCTIONS else None,
+                       "the demo's functions through the frontend Service", 180)
+    assert found >= DEMO_FUNCTIONS
+    return time.monotonic() - installed.began
 
 
 def kube(node: KubeNode, namespace: str) -> list[str]:
@@ -115,12 +136,7 @@ def test_every_pod_becomes_ready_and_the_frontend_service_shows_the_demo_pods_fu
     pods = {p.metadata.labels.get("app.kubernetes.io/component", p.metadata.name)
             for p in core.list_namespaced_pod(installed.namespace).items}
     assert {"ingester", "querier", "frontend", "symbolizer", "collector", "postgres", "minio", "demo"} <= pods, pods
-    url = service_url(kube_node, installed.namespace, f"{RELEASE}-flamewatch-frontend")
-    assert "<div id=\"root\">" in httpx.get(url + "/", timeout=10).text  # the UI
-    found = kube_node.until(lambda: top_functions(url) if top_functions(url) >= DEMO_FUNCTIONS else None,
-                            "the demo's functions through the frontend Service", 180)
-    first_s = time.monotonic() - installed.began
-    assert found >= DEMO_FUNCTIONS
+    first_s = demo_flamegraph_s(kube_node, RELEASE, installed)
     print(f"\nhelm install to every pod Ready: {installed.ready_s:.1f} s; "
           f"to the demo's first flamegraph through the frontend Service: {first_s:.1f} s")
 
@@ -196,7 +212,7 @@ def test_uninstall_leaves_nothing_of_the_release(kube_node: KubeNode, installed:
     ns = installed.namespace
     assert len(apps.list_namespaced_deployment(ns, label_selector=selector).items) >= 7
     assert rbac.list_namespaced_role(ns, label_selector=selector).items  # discovery's, in the namespace named
-    helm.run("uninstall", RELEASE, *kube(kube_node, installed.namespace), "--wait", "--timeout", "3m")
+    uninstall(kube_node, RELEASE, installed.namespace)
     kube_node.until(lambda: not core.list_namespaced_pod(ns, label_selector=selector).items,
                     "the release's pods gone", 120)
     left = {
@@ -215,3 +231,18 @@ def test_uninstall_leaves_nothing_of_the_release(kube_node: KubeNode, installed:
     assert not any(left.values()), {kind: [o.metadata.name for o in found] for kind, found in left.items() if found}
     # the demo, which is not the release's, runs on
     assert core.read_namespaced_pod("demo", ns).status.phase == "Running"
+
+
+def test_the_single_process_mode_runs_one_pod_that_shows_the_demo_pods_functions(
+        kube_node: KubeNode, chart_images: dict[str, str]) -> None:
+    single = install(kube_node, "one", chart_images, "mode=single")
+    try:
+        core = k8s.CoreV1Api(kube_node.api_client())
+        components = sorted(p.metadata.labels.get("app.kubernetes.io/component", p.metadata.name)
+                            for p in core.list_namespaced_pod(single.namespace).items)
+        assert components == ["all", "demo", "minio", "postgres"]
+        first_s = demo_flamegraph_s(kube_node, "one", single)
+        print(f"\nmode single: helm install to every pod Ready: {single.ready_s:.1f} s; "
+              f"to the demo's first flamegraph through the frontend Service: {first_s:.1f} s")
+    finally:
+        uninstall(kube_node, "one", single.namespace)

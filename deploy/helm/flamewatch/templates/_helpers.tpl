@@ -448,6 +448,10 @@ spec:
 {{- $target := printf "%s-%s:%v" $full (index . 0) (index . 1) -}}
 {{- $static = append $static (dict "targets" (list $target) "labels" (dict "service_name" (printf "flamewatch-%s" (regexReplaceAll "-[0-9]+$" (index . 0) "")))) -}}
 {{- end }}
+{{- if eq $root.Values.mode "single" }}
+{{- /* one process: its Service is the frontend's */ -}}
+{{- $static = list (dict "targets" (list (printf "%s-frontend:%v" $full $root.Values.frontend.service.port)) "labels" (dict "service_name" "flamewatch")) -}}
+{{- end }}
 {{- $off := dict "enabled" false -}}
 {{- $pprof := dict "memory" $off "goroutine" $off "mutex" $off "block" $off -}}
 {{- $job := dict "job_name" "flamewatch" "static_configs" $static "profiling_config" (dict "pprof_config" $pprof) -}}

@@ -155,7 +155,7 @@ class KubeNode:
             "--kubelet-preferred-address-types=InternalIP",))
         self.api.start()
         self._start_containerd()
-        self._import_images()
+        self._import(list(self.images.values()))
         self._start_kubelet()
         self._start_controllers()
         self._start_coredns()
@@ -208,9 +208,6 @@ class KubeNode:
         """More images (role -> Docker tag) for the pods, imported as at the start."""
         self._import(list(images.values()))
         self.images.update(images)
-
-    def _import_images(self) -> None:
-        self._import(list(self.images.values()))
 
     def _import(self, tags: list[str]) -> None:
         """The Docker engine's images, saved and imported into containerd's `k8s.io` namespace."""

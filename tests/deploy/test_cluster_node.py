@@ -76,7 +76,7 @@ def test_the_node_runs_a_pod_that_answers_by_pod_ip_and_by_the_service_coredns_n
     core = k8s.CoreV1Api(kube_node.api_client())
     info = core.read_node(NODE_NAME).status.node_info
     print(f"\nthe node was Ready {kube_node.started_s:.1f} s after its start (images imported)")
-    assert info.kubelet_version == "v1.34.2"
+    assert info.kubelet_version == "v1.37.2"
     assert info.container_runtime_version.startswith("containerd://1.")
     namespace = kube_node.namespace(f"demo-{uuid.uuid4().hex[:6]}")
     probe = k8s.V1Probe(http_get=k8s.V1HTTPGetAction(path="/debug/pprof/", port=PPROF_PORT), period_seconds=1)

@@ -18,12 +18,11 @@ import time
 from pathlib import Path
 
 import pytest
+from infra import readme
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.go, pytest.mark.root]  # unshare --net
 
 ROOT = Path(__file__).resolve().parents[2]
-README = ROOT / "README.md"
-BLOCK = re.compile(r"<!-- readme-test: ([\w-]+) -->\n```sh\n(.*?)```", re.S)
 RUN_S = 300
 
 # What runs before a block: for `make-run`, `make run` in the background, and the wait a reader does.
@@ -49,12 +48,8 @@ EXPECTED = {
 }
 
 
-def readme_blocks() -> dict[str, str]:
-    return dict(BLOCK.findall(README.read_text()))
-
-
 def test_the_readme_names_its_tested_blocks():
-    assert sorted(readme_blocks()) == sorted(SETUP)
+    assert sorted(readme.blocks()) == sorted([*SETUP, *readme.ELSEWHERE])
 
 
 def script(name: str, block: str, workdir: Path) -> str:
@@ -101,7 +96,7 @@ def _stop_group(pgid: int) -> None:
 
 @pytest.mark.parametrize("name", sorted(SETUP))
 def test_readme_block_runs_as_written(name: str, tmp_path: Path):
-    block = readme_blocks()[name]
+    block = readme.blocks()[name]
     for link in (".venv", ".cache", "examples"):
         (tmp_path / link).symlink_to(ROOT / link)
     env = {k: v for k, v in os.environ.items() if not k.startswith("FLAMEWATCH_")}

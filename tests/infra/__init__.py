@@ -10,6 +10,9 @@
 - `helm`: the `helm` binary rendering and linting the chart under `deploy/helm/`.
 - `alertmanager`: a Prometheus Alertmanager notifying a webhook receiver the test runs.
 - `kubeapi`: etcd and a kube-apiserver with a token, RBAC and a kubeconfig for the Kubernetes tests.
+- `kubenode`: a one-node cluster (kubelet, containerd, CoreDNS, ...) in a network namespace of its own.
+- `docker`: the Docker engine, locally built base images and this checkout's images.
+- `readme`: the README's shell blocks that tests run as written.
 """
 
 from pathlib import Path

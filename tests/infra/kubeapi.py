@@ -144,7 +144,10 @@ class KubeAPIServer:
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             f"--service-cluster-ip-range={SERVICE_RANGE}", "--enable-priority-and-fairness=false",
             # Watches go to etcd, so a compaction (compact()) makes an old resourceVersion answer 410 Gone.
-            "--watch-cache=false", *self._flags,
+            "--watch-cache=false",
+            # Nothing runs behind the `kubernetes` Service of a server on the loopback address, whose endpoint
+            # v1.37 refuses to advertise ("may not be in the loopback range"): no endpoint is kept for it.
+            *(["--endpoint-reconciler-type=none"] if self.host.startswith("127.") else []), *self._flags,
         ])
 
     def _wait_ready(self) -> None:

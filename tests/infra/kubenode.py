@@ -16,7 +16,8 @@ the mounts under `workdir`, the namespace (its bridge and rules go with it) and 
 made.
 
 Found on this machine (cgroup v1, one hierarchy per controller, without CAP_SYS_RESOURCE):
-- kubelet v1.34 runs on cgroup v1 with `failCgroupV1: false` (it logs that v1 is in maintenance mode);
+- kubelet v1.37 (the newest served) runs on cgroup v1 with `failCgroupV1: false`; it logs that v1 is
+  deprecated;
 - runc cannot lower a sandbox's `oom_score_adj` below the caller's: `restrict_oom_score_adj` in containerd;
 - Docker leaves the host's FORWARD policy at DROP with bridge netfilter on: the CNI `firewall` plugin
   accepts the pods' traffic;

@@ -57,7 +57,7 @@ from flamewatch.storage.postgres import Database, PostgresConfig, open_database
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / ".cache" / "long-range"
-VERSION = "1"  # what is generated and how: change it and the data is generated anew
+VERSION = "2"  # what is generated and how: change it and the data is generated anew (2: values dictionary-encoded)
 TENANT = "anonymous"  # the tenant of a request that names none
 HOUR_NS = 3600 * 10**9
 DAY_NS = 24 * HOUR_NS

@@ -296,7 +296,7 @@ class Querier:
                   profiles: Sequence[tuple[int, int]] | None, symbols: QuerySymbols | None) -> Piece:
         """The selection merged here over the range; with `profiles`, only those (series id, time) pairs."""
         # in block order: a merge adds exactly (integers, gauges' exact shares), so any set order will do
-        rows = index.profile_rows(self.db, [s.id for s in sel.series], start, end, block_order=True)
+        rows = index.merge_rows(self.db, [s.id for s in sel.series], start, end)
         if profiles is not None:
             rows = rows.take(np.flatnonzero(_is_one_of(rows, profiles)))
         divisors = _gauge_divisors(rows) if sel.profile_type.is_gauge else None
@@ -431,7 +431,7 @@ class Querier:
                divisors: tuple[np.ndarray, np.ndarray] | None, granularity: str, symbols: QuerySymbols | None) -> Piece:
         """The selection merged over [start, end], a piece of a split merge's range; a gauge's values
         divided by `divisors` (series ids, ascending, and their profiles over the whole range)."""
-        rows = index.profile_rows(self.db, [s.id for s in sel.series], start, end, block_order=True)
+        rows = index.merge_rows(self.db, [s.id for s in sel.series], start, end)
         return self._read(tenant, rows, sel, None if divisors is None else _divisors_of(rows, *divisors),
                           granularity, (start, end), symbols)
 

@@ -153,6 +153,22 @@ def test_totals_for_time_series_are_the_profiles_totals_without_where_they_are_s
     assert len(index.profile_totals(db, [], 0, 2**62)) == 0
 
 
+def profiles_of(rows: index.ProfileRows) -> list[tuple]:
+    return sorted(zip(rows.series_id.tolist(), rows.time.tolist(), rows.block_id.tolist(), rows.row.tolist()))
+
+
+def test_a_merge_reads_the_same_profiles_by_block_and_series_without_totals(db: Database) -> None:
+    commit(db, "b2", [entry("a", T0 + 30 * S, 0, 13), entry("b", T0 + 31 * S, 1, 17)])
+    commit(db, "b1", [entry("a", T0 + 20 * S, 0, 5), entry("a", T0, 1, 7), entry("b", T0 + 10 * S, 2, 11)])
+    ids = list(series_ids(db).values())
+    full = index.profile_rows(db, ids, T0 + 1, T0 + 30 * S)
+    merge = index.merge_rows(db, ids, T0 + 1, T0 + 30 * S)
+    assert profiles_of(merge) == profiles_of(full) and len(merge) == 3  # T0 and T0 + 31 s are outside
+    assert merge.block_id.tolist() == ["b1", "b1", "b2"]  # blocks in order, each block's rows together
+    assert merge.total.tolist() == merge.content_hash.tolist() == [0, 0, 0]
+    assert len(index.merge_rows(db, [], 0, 2**62)) == 0
+
+
 def test_a_series_row_changes_once_an_hour_not_on_every_block(db: Database) -> None:
     hour = T0 - T0 % (3600 * S) + 3600 * S  # 00:00 of the next day, a whole hour ahead
     commit(db, "b1", [entry("a", hour + 5 * S, 0, 1)])

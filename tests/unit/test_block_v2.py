@@ -320,7 +320,7 @@ def test_only_columns_that_repeat_values_are_dictionary_encoded():
     meta = pq.ParquetFile(pa.BufferReader(write_block(_many_profiles(10)))).metadata
     encoded = {meta.row_group(g).column(c).path_in_schema for g in range(meta.num_row_groups)
                for c in range(meta.num_columns) if meta.row_group(g).column(c).has_dictionary_page}
-    assert encoded == {"section", "series_labels", "profile_type"}
+    assert encoded == {"section", "series_labels", "profile_type", "values.list.element"}
 
 
 # ------------------------------------------------------------------------------------------- version 2

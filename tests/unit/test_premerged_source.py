@@ -3,6 +3,8 @@ and the source reading them answers any rows it is handed exactly as the profile
 reading a tree only where the rows take it whole."""
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from test_block import build, entry, typed
 
@@ -115,6 +117,18 @@ def test_trees_of_a_block_of_many_row_groups_are_a_row_group_of_their_own(blocks
     finally:
         cache.close()
         store.close()
+
+
+def test_tree_values_are_stored_as_a_dictionary_of_the_few_distinct_sums(blocks, monkeypatch):
+    """Sums of sampled values repeat (multiples of a period): a dictionary stores a tree's values in a
+    fraction of what plain zstd does, which keeps trees within a fifth of a fleet's blocks."""
+    monkeypatch.setattr("flamewatch.storage.blockwrite.PROFILE_GROUP_ENTRIES", 8)
+    data = compact([(reader(blocks, "trees"), np.arange(2 * PROFILES))], trees=True)
+    metadata = pq.ParquetFile(pa.BufferReader(data)).metadata
+    group = metadata.row_group(BlockReader(data)._sections["trees"][0])
+    values = next(group.column(c) for c in range(group.num_columns)
+                  if group.column(c).path_in_schema == "values.list.element")
+    assert "RLE_DICTIONARY" in values.encodings, values.encodings
 
 
 def selections(cache: BlockCache) -> dict[str, np.ndarray]:

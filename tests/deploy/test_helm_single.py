@@ -8,17 +8,13 @@ from __future__ import annotations
 
 import pytest
 import yaml
+from chart import FULL, by_kind
 from infra import helm
 
 from flamewatch.collector.config import parse_config
 
 pytestmark = [pytest.mark.helm, pytest.mark.usefixtures("helm_binary")]
 
-FULL = f"{helm.RELEASE}-flamewatch"
-
-
-def by_kind(objects: list[dict], kind: str) -> dict[str, dict]:
-    return {o["metadata"]["name"]: o for o in objects if o["kind"] == kind}
 
 
 def test_one_pod_runs_every_service_behind_the_frontends_service() -> None:

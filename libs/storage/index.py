@@ -334,12 +334,7 @@ def merge_rows(db: Database, series_ids: Sequence[int], start: int, end: int) ->
     with db.connection() as conn:
         found = conn.execute("SELECT series_id, block_id, times, rows " + _IN_RANGE,
                              _range_params(series_ids, start, end), binary=True).fetchall()
-    found.sort(key=lambda r: (r[1], r[0]))
-    counts = [len(r[2]) // _TIME.itemsize for r in found]
-    time = _column([r[2] for r in found], _TIME)
-    rows = ProfileRows(np.repeat(np.array([r[0] for r in found], np.int64), counts), time,
-                       np.repeat(np.array([r[1] for r in found], str), counts), _column([r[3] for r in found], _ROW),
-                       np.zeros(len(time), np.int64), np.zeros(len(time), np.int64))
+    rows = _unpack(sorted(found, key=lambda r: (r[1], r[0])))
     inside = (rows.time >= start) & (rows.time <= end)
     return rows if inside.all() else rows.take(np.flatnonzero(inside))
 
@@ -508,16 +503,19 @@ def _block_ranks(found: list[tuple]) -> np.ndarray:
 
 
 def _unpack(found: list[tuple]) -> ProfileRows:
-    """block_series rows (series_id, block_id, times, rows, totals, hashes) as one profile per element."""
+    """block_series rows (series_id, block_id, times, rows[, totals, hashes]) as one profile per element;
+    totals and content hashes 0 where the rows do not carry them."""
     counts = [len(r[2]) // _TIME.itemsize for r in found]
+    time = _column([r[2] for r in found], _TIME)
+    carried = bool(found) and len(found[0]) > 4
     return ProfileRows(
         series_id=np.repeat(np.array([r[0] for r in found], np.int64), counts),
-        time=_column([r[2] for r in found], _TIME),
+        time=time,
         # Fixed-width strings, not objects: repeating them per profile is a copy, not a million references.
         block_id=np.repeat(np.array([r[1] for r in found], str), counts),
         row=_column([r[3] for r in found], _ROW),
-        total=_column([r[4] for r in found], _TOTAL),
-        content_hash=_column([r[5] for r in found], _HASH),
+        total=_column([r[4] for r in found], _TOTAL) if carried else np.zeros(len(time), np.int64),
+        content_hash=_column([r[5] for r in found], _HASH) if carried else np.zeros(len(time), np.int64),
     )
 
 

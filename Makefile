@@ -20,9 +20,9 @@ KUBE_APISERVER := $(CACHE)/bin/kube-apiserver
 KUBE_SRC := $(CACHE)/src/kubernetes-$(KUBERNETES_VERSION)
 KUBE_NODE := $(addprefix $(CACHE)/bin/,kubelet kube-scheduler kube-controller-manager kube-proxy kubectl)
 COREDNS_VERSION := v1.15.0
+COREDNS := $(CACHE)/bin/coredns
 BUILDX_VERSION := v0.38.2
 DOCKER_BUILDX := $(CACHE)/docker-config/cli-plugins/docker-buildx
-COREDNS := $(CACHE)/bin/coredns
 CNI_PLUGINS := /usr/lib/cni/bridge
 ALERTMANAGER_VERSION := v0.35.0
 ALERTMANAGER := $(CACHE)/bin/alertmanager
@@ -120,8 +120,8 @@ $(COMPOSE):
 kube-apiserver: $(KUBE_APISERVER)
 
 # The node of the cluster tests: kubelet, kube-scheduler, kube-controller-manager and kube-proxy from the same
-# source as kube-apiserver (and kubectl, for the README's Helm commands), CoreDNS from its Go module, and
-# Debian's containerd, runc and CNI plugins.
+# source as kube-apiserver (and kubectl, for the README's Helm commands), CoreDNS from its Go module, Debian's
+# containerd, runc and CNI plugins, and docker buildx for the README's `docker build`.
 kube-node: $(KUBE_NODE) $(COREDNS) $(CNI_PLUGINS) $(DOCKER_BUILDX)
 
 $(KUBE_SRC)/.copied:

@@ -46,7 +46,7 @@ for _ in $(seq 90); do
   echo "$top" | grep -q '"entries":\\[{' && break
   sleep 2
 done
-echo "querier's own CPU: $top" | head -c 600; echo
+echo "querier's own CPU: ${top:0:600}"
 kubectl -n profiling get pods
 """
 

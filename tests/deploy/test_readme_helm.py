@@ -19,21 +19,26 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from infra import docker, readme
-from infra.kubenode import CTR, NETNS, KubeNode
+import yaml
+from infra import CACHE_DIR, REPO_ROOT, docker, helm, readme
+from infra.kubenode import BIN, CTR, NETNS, KubeNode, containerd_name
 from kubernetes import client as k8s
 
 pytestmark = [pytest.mark.cluster, pytest.mark.docker, pytest.mark.helm, pytest.mark.usefixtures("helm_binary")]
 
-ROOT = Path(__file__).resolve().parents[2]
-BIN = ROOT / ".cache" / "bin"
-DOCKER_CONFIG = ROOT / ".cache" / "docker-config"
+DOCKER_CONFIG = CACHE_DIR / "docker-config"
 NAMESPACE, RELEASE = "profiling", "flamewatch"
 RUN_S = 600
-# The Dockerfile's base images, and the chart's bundled Postgres and MinIO by their default names.
+# The Dockerfile's base images.
 DOCKER_NAMES = {"FLAMEWATCH_PYTHON_IMAGE": "python:3.11-slim", "FLAMEWATCH_NODE_IMAGE": "node:20-slim"}
-NODE_NAMES = {"FLAMEWATCH_POSTGRES_IMAGE": "docker.io/library/postgres:16",
-              "FLAMEWATCH_MINIO_IMAGE": "docker.io/minio/minio:RELEASE.2025-09-07T16-13-09Z"}
+
+
+def chart_default_images() -> dict[str, str]:
+    """The stand-in of the bundled Postgres and MinIO -> the image the chart's values.yaml names for it."""
+    values = yaml.safe_load((helm.CHART / "values.yaml").read_text())
+    named = {variable: values[key]["bundled"]["image"] for variable, key in (
+        ("FLAMEWATCH_POSTGRES_IMAGE", "postgres"), ("FLAMEWATCH_MINIO_IMAGE", "objectStorage"))}
+    return {variable: containerd_name(f"{image['repository']}:{image['tag']}") for variable, image in named.items()}
 
 # After the block: what its port-forward serves once the services have profiled themselves.
 CHECK = """
@@ -64,8 +69,9 @@ def mirrored(kube_node: KubeNode, compose_images: docker.CheckoutImages,
     for variable, name in DOCKER_NAMES.items():
         if not docker.image_exists(name):
             docker.docker("tag", docker_base_images[variable], name)
-    kube_node.load({variable: docker_base_images[variable] for variable in NODE_NAMES})
-    for variable, name in NODE_NAMES.items():
+    defaults = chart_default_images()
+    kube_node.load({variable: docker_base_images[variable] for variable in defaults})
+    for variable, name in defaults.items():
         as_named(variable, name, kube_node)
 
 
@@ -73,7 +79,7 @@ def mirrored(kube_node: KubeNode, compose_images: docker.CheckoutImages,
 def test_the_readme_helm_block_installs_upgrades_and_forwards_the_ui(kube_node: KubeNode, mirrored: None,
                                                                     tmp_path: Path) -> None:
     script = tmp_path / "block.sh"
-    script.write_text("\n".join(["set -euo pipefail", f"cd {ROOT}", "set -x", readme.blocks()["helm"], CHECK]))
+    script.write_text("\n".join(["set -euo pipefail", f"cd {REPO_ROOT}", "set -x", readme.blocks()["helm"], CHECK]))
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "KUBECONFIG": str(kube_node.kubeconfig),
            "CONTAINERD_ADDRESS": str(kube_node.socket), "DOCKER_CONFIG": str(DOCKER_CONFIG)}
     core = k8s.CoreV1Api(kube_node.api_client())
@@ -97,7 +103,8 @@ def test_the_readme_helm_block_installs_upgrades_and_forwards_the_ui(kube_node: 
                                                                                     "-symbolizer"))}
         assert len(services) == 5 and set(services.values()) == {"debug"}, levels
     finally:
-        subprocess.run([str(BIN / "helm"), "uninstall", RELEASE, "-n", NAMESPACE, "--wait", "--timeout", "3m",
-                        "--kubeconfig", str(kube_node.kubeconfig)], capture_output=True, check=False)
+        with contextlib.suppress(helm.HelmError):
+            helm.run("uninstall", RELEASE, "--namespace", NAMESPACE, "--kubeconfig", str(kube_node.kubeconfig),
+                     "--wait", "--timeout", "100s")  # within helm.run's own 120 s
         with contextlib.suppress(k8s.ApiException):
             core.delete_namespace(NAMESPACE)

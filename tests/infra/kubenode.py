@@ -124,13 +124,8 @@ class KubeNode:
         return self.api.api_client()
 
     def image(self, role: str) -> str:
-        """The name pods give the image of `role`: its Docker tag as containerd stores it (Docker Hub's
-        name when the tag names no registry)."""
-        tag = self.images[role]
-        first = tag.split("/")[0]
-        if "/" in tag and ("." in first or ":" in first or first == "localhost"):
-            return tag
-        return f"docker.io/{tag}" if "/" in tag else f"docker.io/library/{tag}"
+        """The name pods give the image of `role`: its Docker tag as containerd stores it."""
+        return containerd_name(self.images[role])
 
     def namespace(self, name: str) -> str:
         """Namespace `name`, created if needed; its `default` ServiceAccount comes from the controllers."""
@@ -358,6 +353,14 @@ class KubeNode:
             shutil.rmtree(path, ignore_errors=True)
             with contextlib.suppress(OSError):  # kept when something else put files there
                 path.parent.rmdir()
+
+
+def containerd_name(tag: str) -> str:
+    """A Docker tag as containerd stores it: Docker Hub's full name when the tag names no registry."""
+    first = tag.split("/")[0]
+    if "/" in tag and ("." in first or ":" in first or first == "localhost"):
+        return tag
+    return f"docker.io/{tag}" if "/" in tag else f"docker.io/library/{tag}"
 
 
 def pprof_container(name: str, image: str, *args: str, **fields) -> k8s.V1Container:

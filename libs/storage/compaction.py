@@ -319,7 +319,7 @@ def _write_bucket(store: ObjectStore, tenant: str, level: int, rows: ProfileRows
     query for one service reads few of its row groups). It is written to a temporary file a row group
     at a time and stored from there (`compact_into`): what the job holds does not grow with the profiles'
     entries."""
-    ids, codes = np.unique(rows.block_id.astype(str), return_inverse=True)
+    ids, codes = rows.blocks, rows.block
     order = np.argsort(codes, kind="stable")
     rows, codes = rows.take(order), codes[order]
     bounds = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1], True])
@@ -336,8 +336,8 @@ def _write_bucket(store: ObjectStore, tenant: str, level: int, rows: ProfileRows
         written.append(record.key)  # before the upload: a failed upload may still leave a partial object
         file.seek(0)
         store.put_file(record.key, file, size)
-    placed = ProfileRows(rows.series_id, rows.time, np.full(len(rows), new_id),
-                         np.arange(len(rows), dtype=np.int64), rows.total, rows.content_hash)
+    placed = ProfileRows(rows.series_id, rows.time, np.zeros(len(rows), np.int32),
+                         np.arange(len(rows), dtype=np.int64), rows.total, rows.content_hash, np.array([new_id]))
     return record, placed
 
 

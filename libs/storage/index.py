@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 
 import numpy as np
 from psycopg import sql
@@ -21,6 +22,7 @@ from psycopg.types.json import Jsonb
 
 from flamewatch.labels.names import DERIVED_LABELS, derived_label
 from flamewatch.labels.selector import Matcher
+from flamewatch.storage.frames import run_codes
 from flamewatch.storage.keys import LEVEL_FLUSH
 from flamewatch.storage.postgres import Database, ensure_day_partition
 
@@ -146,7 +148,7 @@ def block_rows(db: Database, block_ids: Sequence[str]) -> ProfileRows:
         found = conn.execute("SELECT series_id, block_id, times, rows, totals, hashes FROM index_series"
                              " WHERE block_id = ANY(%s)", (list(block_ids),)).fetchall()
     rows = _unpack(found)
-    return rows.take(np.lexsort((rows.row, rows.block_id.astype(str)))) if len(rows) else rows
+    return rows.take(np.lexsort((rows.row, rows.block))) if len(rows) else rows
 
 
 def _series_starts(series: np.ndarray, times: np.ndarray) -> list[int]:
@@ -162,8 +164,8 @@ def _rows_of(entries: Sequence[IndexEntry], series_ids: dict[int, int]) -> Profi
     def col(values: Iterable[int]) -> np.ndarray:
         return np.fromiter(values, np.int64, len(entries))
     return ProfileRows(col(series_ids[e.fingerprint] for e in entries), col(e.time_ns for e in entries),
-                       np.zeros(len(entries), object), col(e.row for e in entries), col(e.total for e in entries),
-                       col(e.content_hash for e in entries))
+                       np.zeros(len(entries), np.int32), col(e.row for e in entries), col(e.total for e in entries),
+                       col(e.content_hash for e in entries), np.array([""]))
 
 
 def _ensure_partitions(db: Database, first_times: Iterable[int]) -> None:
@@ -290,19 +292,42 @@ def _label(labels: dict[str, str], name: str) -> str | None:
 
 @dataclass(frozen=True, eq=False)
 class ProfileRows:
+    """Profiles as the index lists them, an element each. A profile's block is a code into `blocks`: a
+    fleet's week is a million profiles in a few hundred blocks, whose 26-character ids repeated per
+    profile would be 100 MB to copy and compare."""
+
     series_id: np.ndarray  # int64
     time: np.ndarray  # int64 ns
-    block_id: np.ndarray  # str
+    block: np.ndarray  # int32, index into `blocks`
     row: np.ndarray  # int64
     total: np.ndarray  # int64
     content_hash: np.ndarray  # int64, 0 where unknown
+    blocks: np.ndarray  # str: block ids, sorted and distinct, so codes order as the ids do
+
+    @classmethod
+    def of(cls, series_id: np.ndarray, time: np.ndarray, block_id: np.ndarray, row: np.ndarray, total: np.ndarray,
+           content_hash: np.ndarray) -> ProfileRows:
+        """Rows from each profile's block id."""
+        blocks, block = np.unique(np.asarray(block_id).astype(str), return_inverse=True)
+        return cls(series_id, time, block.reshape(-1).astype(np.int32), row, total, content_hash, blocks)
 
     def __len__(self) -> int:
         return len(self.series_id)
 
+    @property
+    def block_id(self) -> np.ndarray:
+        """Each profile's block id: an id per profile, for few rows (`used_blocks` for many)."""
+        return self.blocks[self.block]
+
+    def used_blocks(self) -> tuple[np.ndarray, np.ndarray]:
+        """The ids of the blocks the rows are in (sorted), and each row's index among them: quick when rows
+        come in runs of a block, as they do from the index."""
+        used, at = run_codes(self.block)
+        return self.blocks[used], at
+
     def take(self, index: np.ndarray) -> ProfileRows:
-        return ProfileRows(self.series_id[index], self.time[index], self.block_id[index], self.row[index],
-                           self.total[index], self.content_hash[index])
+        return ProfileRows(self.series_id[index], self.time[index], self.block[index], self.row[index],
+                           self.total[index], self.content_hash[index], self.blocks)
 
 
 _IN_RANGE = "FROM index_series WHERE series_id = ANY(%(ids)s) AND max_time >= %(start)s AND min_time <= %(end)s"
@@ -323,7 +348,7 @@ def profile_rows(db: Database, series_ids: Sequence[int], start: int, end: int) 
     rows = _unpack(found)
     keep = np.flatnonzero((rows.time >= start) & (rows.time <= end))
     # Postgres returns the rows in no set order: sort fully, so a float (gauge) sum adds in one order.
-    return rows.take(keep[_time_block_row_order(rows.time[keep], _block_ranks(found)[keep], rows.row[keep])])
+    return rows.take(keep[_time_block_row_order(rows.time[keep], rows.block[keep], rows.row[keep])])
 
 
 def merge_rows(db: Database, series_ids: Sequence[int], start: int, end: int) -> ProfileRows:
@@ -334,7 +359,7 @@ def merge_rows(db: Database, series_ids: Sequence[int], start: int, end: int) ->
     with db.connection() as conn:
         found = conn.execute("SELECT series_id, block_id, times, rows " + _IN_RANGE,
                              _range_params(series_ids, start, end), binary=True).fetchall()
-    rows = _unpack(sorted(found, key=lambda r: (r[1], r[0])))
+    rows = _unpack(sorted(found, key=itemgetter(1, 0)))  # by block, then series
     inside = (rows.time >= start) & (rows.time <= end)
     return rows if inside.all() else rows.take(np.flatnonzero(inside))
 
@@ -388,12 +413,13 @@ def profile_totals(db: Database, series_ids: Sequence[int], start: int, end: int
     keep = np.flatnonzero((time >= start) & (time <= end))
     empty = np.zeros(len(keep), np.int64)
     return ProfileRows(np.repeat(np.array([r[0] for r in found], np.int64), counts)[keep], time[keep],
-                       np.full(len(keep), ""), empty - 1, _column([c for _, _, c in found], _TOTAL)[keep], empty)
+                       np.zeros(len(keep), np.int32), empty - 1, _column([c for _, _, c in found], _TOTAL)[keep], empty,
+                       np.array([""]))
 
 
 def _column(parts: list[bytes], dtype: np.dtype) -> np.ndarray:
-    arrays = [np.frombuffer(p, dtype) for p in parts]
-    return np.concatenate(arrays).astype(np.int64) if arrays else np.zeros(0, np.int64)
+    """The index rows' packed arrays as one int64 array (joined as bytes first: one array, not one per row)."""
+    return np.frombuffer(b"".join(parts), dtype).astype(np.int64)
 
 
 def nearest_profile(db: Database, series_ids: Sequence[int], time_ns: int) -> ProfileRows:
@@ -495,27 +521,21 @@ def _time_block_row_order(time: np.ndarray, block_rank: np.ndarray, row: np.ndar
     return np.lexsort((row, block_rank, time))
 
 
-def _block_ranks(found: list[tuple]) -> np.ndarray:
-    """Per profile of `_unpack(found)`, the rank of its block id among those found (ids order as ranks do)."""
-    counts = [len(r[2]) // _TIME.itemsize for r in found]
-    ranks = np.unique(np.array([r[1] for r in found], str), return_inverse=True)[1] if found else np.zeros(0, int)
-    return np.repeat(ranks.reshape(-1), counts)
-
-
 def _unpack(found: list[tuple]) -> ProfileRows:
     """block_series rows (series_id, block_id, times, rows[, totals, hashes]) as one profile per element;
     totals and content hashes 0 where the rows do not carry them."""
     counts = [len(r[2]) // _TIME.itemsize for r in found]
     time = _column([r[2] for r in found], _TIME)
     carried = bool(found) and len(found[0]) > 4
+    blocks, block = np.unique(np.array([r[1] for r in found], str), return_inverse=True)
     return ProfileRows(
         series_id=np.repeat(np.array([r[0] for r in found], np.int64), counts),
         time=time,
-        # Fixed-width strings, not objects: repeating them per profile is a copy, not a million references.
-        block_id=np.repeat(np.array([r[1] for r in found], str), counts),
+        block=np.repeat(block.reshape(-1).astype(np.int32), counts),
         row=_column([r[3] for r in found], _ROW),
         total=_column([r[4] for r in found], _TOTAL) if carried else np.zeros(len(time), np.int64),
         content_hash=_column([r[5] for r in found], _HASH) if carried else np.zeros(len(time), np.int64),
+        blocks=blocks,
     )
 
 

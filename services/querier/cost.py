@@ -19,7 +19,6 @@ import numpy as np
 
 from flamewatch.rpc.errors import CostLimitExceeded
 from flamewatch.rpc.tenant import Tenants, tenant_ids
-from flamewatch.storage.frames import run_codes
 from flamewatch.storage.index import EntryCounts, ProfileRows
 
 
@@ -37,7 +36,7 @@ class QueryTooCostly(CostLimitExceeded):
 
 def cost_of(rows: ProfileRows, block_bytes: Mapping[str, int]) -> QueryCost:
     """What reading the rows costs; `block_bytes` holds the size of each of their blocks."""
-    blocks = run_codes(rows.block_id)[0].tolist()  # blocks come in runs: no sort of a million ids
+    blocks = rows.used_blocks()[0].tolist()
     return QueryCost(len(blocks), len(np.unique(rows.series_id)), len(rows),
                      sum(block_bytes.get(b, 0) for b in blocks))
 

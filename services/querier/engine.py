@@ -47,7 +47,6 @@ from flamewatch.rpc.disconnect import caller_gone
 from flamewatch.rpc.errors import NotFoundError
 from flamewatch.rpc.tenant import Tenants
 from flamewatch.storage import index
-from flamewatch.storage.frames import run_codes
 from flamewatch.storage.index import ProfileRows, Series
 from flamewatch.storage.postgres import Database
 
@@ -79,7 +78,10 @@ def _joined(a: Rows, b: Rows) -> Rows:
     """Two sides' rows as one, each row keeping its own side's filter."""
     filter_a = np.zeros(len(a.row), np.int64) if a.row_filter is None else a.row_filter
     filter_b = np.zeros(len(b.row), np.int64) if b.row_filter is None else b.row_filter
-    return Rows({**a.keys, **b.keys}, np.concatenate([a.block_id, b.block_id]), np.concatenate([a.row, b.row]),
+    # blocks are codes into each side's own index rows (`_rows`): b's follow a's
+    shift = max(int(a.block_id.max(initial=-1)), max(a.keys, default=-1)) + 1
+    return Rows({**a.keys, **{code + shift: key for code, key in b.keys.items()}},
+                np.concatenate([a.block_id, b.block_id + shift]), np.concatenate([a.row, b.row]),
                 None, (*a.filters, *b.filters), np.concatenate([filter_a, filter_b + len(a.filters)]))
 
 
@@ -178,12 +180,13 @@ class Querier:
         """`_rows`, and what the index says of their blocks."""
         found, objects = self._cost(rows)
         cost.check(found, self.config.max_bytes_of(tenant), tenant)
-        keys = {b: o.key for b, o in objects.items()}
-        return Rows(keys, rows.block_id, rows.row, weights, sel.filters, sel.row_filters(rows), divisors), objects
+        # keyed by the rows' block codes (`ProfileRows.blocks`): a million int32s, not a million ids
+        keys = {code: objects[b].key for code, b in enumerate(rows.blocks.tolist()) if b in objects}
+        return Rows(keys, rows.block, rows.row, weights, sel.filters, sel.row_filters(rows), divisors), objects
 
     def _cost(self, rows: ProfileRows) -> tuple[QueryCost, dict[str, index.StoredObject]]:
         """What reading the rows costs, and what the index says of their blocks: one statement of it."""
-        objects = index.block_objects(self.db, run_codes(rows.block_id)[0].tolist())
+        objects = index.block_objects(self.db, rows.used_blocks()[0].tolist())
         return cost.cost_of(rows, {b: o.bytes for b, o in objects.items()}), objects
 
     # ------------------------------------------------------------------------------------ totals
@@ -440,8 +443,7 @@ class Querier:
         """Per row, whether a pre-merged tree may answer it (`premerged.whole_hours`); None: for none."""
         if span is None or self.trees is None or not len(rows):
             return None
-        blocks, block_of = run_codes(rows.block_id)
-        with_trees = np.array([b in objects and objects[b].trees for b in blocks.tolist()], bool)[block_of]
+        with_trees = np.array([b in objects and objects[b].trees for b in rows.blocks.tolist()], bool)[rows.block]
         by_tree = whole_hours(rows, row_filter, with_trees, *span)
         return by_tree if by_tree.any() else None
 

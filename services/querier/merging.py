@@ -2,7 +2,8 @@
 per-sample-label totals and the sample labels in use.
 
 Every function takes profile rows (row `row[i]` of block `block_id[i]`, whose object key is
-`keys[block_id[i]]`) and, optionally, a sample filter per row (see `selection`). Rows are processed
+`keys[block_id[i]]`: a block's id, or any code for it, such as the index's `ProfileRows.block`) and,
+optionally, a sample filter per row (see `selection`). Rows are processed
 in groups of one block and one filter, each group vectorised with numpy.
 """
 
@@ -31,8 +32,8 @@ GRANULARITIES = ("functions", "lines")
 class Rows:
     """Profile rows to read, with what applies to each."""
 
-    keys: Mapping[str, str]
-    block_id: np.ndarray
+    keys: Mapping  # block (id or code) -> object key
+    block_id: np.ndarray  # per row, its block: ids or codes, as `keys` has them
     row: np.ndarray
     weights: np.ndarray | None = None
     filters: Sequence[Filter] = ((),)

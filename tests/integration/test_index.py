@@ -98,8 +98,8 @@ def test_replacing_blocks_switches_the_index_in_one_step(db: Database) -> None:
     ids = list(series_ids(db).values())
     old = index.profile_rows(db, ids, 0, 2**62)
     merged = old.take(np.arange(len(old)))
-    merged = index.ProfileRows(merged.series_id, merged.time, merged.block_id, np.arange(len(old)), merged.total,
-                               merged.content_hash)
+    merged = index.ProfileRows(merged.series_id, merged.time, merged.block, np.arange(len(old)), merged.total,
+                               merged.content_hash, merged.blocks)
     index.replace_blocks(db, [(block("c1", first + second, level=1), merged)], ["b1", "b2"])
     rows = index.profile_rows(db, ids, 0, 2**62)
     assert sorted(zip(rows.block_id.tolist(), rows.row.tolist(), rows.total.tolist())) == \
@@ -167,6 +167,21 @@ def test_a_merge_reads_the_same_profiles_by_block_and_series_without_totals(db: 
     assert merge.block_id.tolist() == ["b1", "b1", "b2"]  # blocks in order, each block's rows together
     assert merge.total.tolist() == merge.content_hash.tolist() == [0, 0, 0]
     assert len(index.merge_rows(db, [], 0, 2**62)) == 0
+
+
+def test_rows_name_their_blocks_by_codes_into_one_sorted_table(db: Database) -> None:
+    commit(db, "b2", [entry("a", T0 + 30 * S, 0, 1), entry("b", T0 + 40 * S, 1, 1)])
+    commit(db, "b1", [entry("a", T0, 0, 1)])
+    commit(db, "b3", [entry("b", T0 + 50 * S, 0, 1)])
+    rows = index.merge_rows(db, list(series_ids(db).values()), 0, 2**62)
+    assert rows.blocks.tolist() == ["b1", "b2", "b3"] and rows.block.dtype == np.int32
+    assert rows.block_id.tolist() == ["b1", "b2", "b2", "b3"]
+    later = rows.take(np.flatnonzero(rows.time >= T0 + 40 * S))
+    assert later.blocks.tolist() == ["b1", "b2", "b3"]  # the table is kept; the rows use part of it
+    blocks, at = later.used_blocks()
+    assert blocks.tolist() == ["b2", "b3"] and at.tolist() == [0, 1]
+    built = index.ProfileRows.of(rows.series_id, rows.time, rows.block_id, rows.row, rows.total, rows.content_hash)
+    assert built.blocks.tolist() == rows.blocks.tolist() and built.block.tolist() == rows.block.tolist()
 
 
 def test_a_series_row_changes_once_an_hour_not_on_every_block(db: Database) -> None:

@@ -188,7 +188,7 @@ def test_gauge_partials_add_up_to_the_bit_however_the_rows_are_split(blocks):
 
 def test_an_hour_is_whole_when_the_range_holds_it_from_its_first_to_its_last_nanosecond():
     times = np.array([5 * HOUR, 5 * HOUR + 10, 6 * HOUR + 1, 7 * HOUR + 5], np.int64)
-    rows = ProfileRows(np.zeros(4, np.int64), times, np.full(4, "b"), np.arange(4), np.ones(4, np.int64),
+    rows = ProfileRows.of(np.zeros(4, np.int64), times, np.full(4, "b"), np.arange(4), np.ones(4, np.int64),
                        np.zeros(4, np.int64))
     trees = np.ones(4, bool)
     assert whole_hours(rows, None, trees, 5 * HOUR, 7 * HOUR - 1).tolist() == [True, True, True, False]

@@ -88,7 +88,7 @@ def test_limit_keeps_the_largest_series_in_their_order():
 
 
 def test_average_is_the_mean_profile_total_of_each_step():
-    rows = ProfileRows(series_id=np.array([1, 2, 1]), time=np.array([0, 1, 5]), block_id=np.zeros(3, object),
+    rows = ProfileRows.of(series_id=np.array([1, 2, 1]), time=np.array([0, 1, 5]), block_id=np.zeros(3, object),
                        row=np.zeros(3, np.int64), total=np.array([10, 20, 40]), content_hash=np.zeros(3, np.int64))
     group, bucket = np.zeros(3, np.int64), np.array([0, 0, 1])
     [(steps, sums)] = bucket_totals(rows, group, bucket, 1, gauge=False)
@@ -107,7 +107,7 @@ def test_render_timeline_fills_missing_steps_with_zero():
 
 
 def test_exemplar_of_a_step_is_its_largest_profile_earliest_on_ties():
-    rows = ProfileRows(series_id=np.array([1, 2, 3, 1, 2]), time=np.array([0, 1, 2, 10, 11]),
+    rows = ProfileRows.of(series_id=np.array([1, 2, 3, 1, 2]), time=np.array([0, 1, 2, 10, 11]),
                        block_id=np.zeros(5, object), row=np.zeros(5, np.int64), total=np.array([5, 9, 9, 4, 3]),
                        content_hash=np.zeros(5, np.int64))
     group, bucket = np.array([0, 0, 0, 1, 1]), np.array([0, 0, 0, 1, 1])

@@ -9,7 +9,7 @@ from flamewatch.storage.index import ProfileRows
 
 def _no_rows() -> ProfileRows:
     empty = np.zeros(0, np.int64)
-    return ProfileRows(series_id=empty, time=empty, block_id=np.zeros(0, object), row=empty, total=empty,
+    return ProfileRows.of(series_id=empty, time=empty, block_id=np.zeros(0, object), row=empty, total=empty,
                        content_hash=empty)
 
 

@@ -27,7 +27,7 @@ def test_series_sharing_their_sample_matchers_share_a_filter():
     sel = selection.split([API, other], parse_selector('{span_id="7"}'), CPU)
     assert sel.series_filter == {1: 1, 4: 1}
     assert sel.filters == [(), parse_selector('{span_id="7"}')]
-    rows = ProfileRows(np.array([4, 1, 4]), np.zeros(3, np.int64), np.array(["b"] * 3), np.arange(3),
+    rows = ProfileRows.of(np.array([4, 1, 4]), np.zeros(3, np.int64), np.array(["b"] * 3), np.arange(3),
                        np.ones(3, np.int64), np.zeros(3, np.int64))
     assert sel.row_filters(rows).tolist() == [1, 1, 1]
 

@@ -8,7 +8,7 @@ from test_block_v2 import _many_profiles
 
 from flamewatch.querier.blocks import BlockCache
 from flamewatch.querier.calltree import totals
-from flamewatch.querier.engine import _gauge_weights
+from flamewatch.querier.engine import _gauge_weights, _joined
 from flamewatch.querier.merging import Rows, merge_blocks
 from flamewatch.querier.paths import PathIndex
 from flamewatch.querier.sources import LocalBlocks, PartialTree, TreeSource, combine
@@ -90,7 +90,7 @@ def test_gauge_partials_weighted_over_the_whole_range_combine_to_the_per_series_
     its share of that mean."""
     source = LocalBlocks(cache)
     rows, series = every_row()
-    index_rows = ProfileRows(series, np.arange(len(series)), rows.block_id.astype(str), rows.row,
+    index_rows = ProfileRows.of(series, np.arange(len(series)), rows.block_id.astype(str), rows.row,
                              np.zeros(len(series), np.int64), np.zeros(len(series), np.int64))
     weights = _gauge_weights(index_rows)
     assert np.allclose(np.bincount(series, weights=weights), 1.0)  # each series' weights: one mean
@@ -120,3 +120,19 @@ def test_combine_refuses_nothing_and_partials_of_different_path_indexes(cache):
         combine([])
     with pytest.raises(ValueError, match="one path index"):
         combine([PartialTree(cache.paths, np.zeros(1)), PartialTree(PathIndex(), np.zeros(1))])
+
+
+def test_rows_may_name_blocks_by_codes_and_two_sides_keep_their_own_codes(cache):
+    """The engine hands sources the index's block codes (`ProfileRows.block`), each query side its own:
+    the same blocks read by code or by id merge alike, and joined sides do not mistake one side's code 0
+    for the other's."""
+    rows, _ = every_row()
+    codes = Rows({0: "a", 1: "b", 2: "c"}, np.repeat(np.arange(3), PROFILES), rows.row)
+    assert as_dict(merge_blocks(cache, codes.keys, codes.block_id, codes.row, None)) == \
+        as_dict(merge_blocks(cache, rows.keys, rows.block_id, rows.row, None))
+    a = Rows({0: "a", 1: "b"}, np.repeat(np.arange(2), PROFILES), np.tile(np.arange(PROFILES), 2))
+    b = Rows({0: "c"}, np.zeros(PROFILES, np.int64), np.arange(PROFILES))
+    joined = _joined(a, b)
+    assert [joined.keys[code] for code in joined.block_id.tolist()] == list(np.repeat(["a", "b", "c"], PROFILES))
+    assert as_dict(merge_blocks(cache, joined.keys, joined.block_id, joined.row, None)) == \
+        as_dict(merge_blocks(cache, rows.keys, rows.block_id, rows.row, None))

@@ -16,7 +16,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from flamewatch.rpc.listen import Listeners
-from flamewatch.rpc.memory import register_gauges, release_periodically
+from flamewatch.rpc.memory import freeze_started, register_gauges, release_periodically
 from flamewatch.selfprofile.cpu import end_early
 
 log = logging.getLogger(__name__)
@@ -51,6 +51,7 @@ async def serve(listeners: Listeners, app: FastAPI, register_grpc,
     releasing = asyncio.create_task(release_periodically(), name="release-memory")
     try:
         await _started(http, http_task)
+        freeze_started()
         host = listeners.http_address.rpartition(":")[0]
         grpc_host = (listeners.grpc_address or "").rpartition(":")[0]
         tls = listeners.tls is not None

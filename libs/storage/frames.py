@@ -118,6 +118,16 @@ def run_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return distinct, np.repeat(head_codes.reshape(-1), np.diff(np.r_[starts, len(values)]))
 
 
+def run_firsts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values (sorted) and where each first occurs, as `np.unique(values, return_index=True)`
+    gives them, for an array whose equal values mostly come in runs: only the run heads are sorted."""
+    if not len(values):
+        return values[:0], np.zeros(0, np.int64)
+    starts = np.r_[0, np.flatnonzero(values[1:] != values[:-1]) + 1]
+    distinct, first = np.unique(values[starts], return_index=True)  # the first of equal heads: a stable sort
+    return distinct, starts[first]
+
+
 def unique_ragged(heads: np.ndarray, offsets: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, np.ndarray,
                                                                                         np.ndarray, np.ndarray]:
     """Distinct rows where a row is `heads[i]` followed by its run of `items[offsets[i]:offsets[i+1]]`.

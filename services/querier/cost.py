@@ -19,6 +19,7 @@ import numpy as np
 
 from flamewatch.rpc.errors import CostLimitExceeded
 from flamewatch.rpc.tenant import Tenants, tenant_ids
+from flamewatch.storage.frames import run_firsts
 from flamewatch.storage.index import EntryCounts, ProfileRows
 
 
@@ -37,7 +38,7 @@ class QueryTooCostly(CostLimitExceeded):
 def cost_of(rows: ProfileRows, block_bytes: Mapping[str, int]) -> QueryCost:
     """What reading the rows costs; `block_bytes` holds the size of each of their blocks."""
     blocks = rows.used_blocks()[0].tolist()
-    return QueryCost(len(blocks), len(np.unique(rows.series_id)), len(rows),
+    return QueryCost(len(blocks), len(run_firsts(rows.series_id)[0]), len(rows),  # series come in runs
                      sum(block_bytes.get(b, 0) for b in blocks))
 
 

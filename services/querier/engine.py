@@ -182,7 +182,8 @@ class Querier:
         cost.check(found, self.config.max_bytes_of(tenant), tenant)
         # keyed by the rows' block codes (`ProfileRows.blocks`): a million int32s, not a million ids
         keys = {code: objects[b].key for code, b in enumerate(rows.blocks.tolist()) if b in objects}
-        return Rows(keys, rows.block, rows.row, weights, sel.filters, sel.row_filters(rows), divisors), objects
+        row_filter = sel.row_filters(rows) if sel.by_samples else None  # None: every row's filter is the first
+        return Rows(keys, rows.block, rows.row, weights, sel.filters, row_filter, divisors), objects
 
     def _cost(self, rows: ProfileRows) -> tuple[QueryCost, dict[str, index.StoredObject]]:
         """What reading the rows costs, and what the index says of their blocks: one statement of it."""

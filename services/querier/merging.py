@@ -78,7 +78,8 @@ def _groups(blocks: BlockCache, r: Rows) -> Iterator[Group]:
     group's block is let go of when the caller moves past it (see `blocks.BlockCache.stream`)."""
     row_filter = np.zeros(len(r.row), np.int64) if r.row_filter is None else r.row_filter
     block_index = run_codes(r.block_id)[1]  # rows come in runs of one block: no sort of every block id
-    group = block_index * (int(row_filter.max(initial=0)) + 1) + row_filter  # ordered as (block, filter)
+    # ordered as (block, filter)
+    group = block_index if r.row_filter is None else block_index * (int(row_filter.max(initial=0)) + 1) + row_filter
     order = _group_row_order(group, r.row)  # rows in block order: read as runs
     key = group[order]
     starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(order) else []

@@ -25,6 +25,7 @@ from flamewatch.querier.merging import Group, GroupEntries, Rows, gather_rows, p
 from flamewatch.querier.sources import PartialTree
 from flamewatch.querier.symbolization import QuerySymbols
 from flamewatch.storage.blockformat import TREE_SPAN_NS
+from flamewatch.storage.frames import run_firsts
 from flamewatch.storage.gather import Gathered
 from flamewatch.storage.index import ProfileRows
 
@@ -73,10 +74,10 @@ def tree_entries(g: Group, owners: bool) -> GroupEntries:
     usable = (given == trees.profiles) & (repeated == 0)
     whole = (mine >= 0) & usable[np.maximum(mine, 0)]
     TREE_PROFILES.inc(int(whole.sum()))
-    used, first = np.unique(mine[whole], return_index=True)
+    used, first = run_firsts(mine[whole])  # a tree's rows are a run of its block's rows
     counts = trees.offsets[used + 1] - trees.offsets[used]
     picked = expand_ranges(trees.offsets[used], counts)
-    yield np.repeat(np.flatnonzero(whole)[first], counts), trees.node[picked], trees.value[picked]
+    yield np.repeat(np.flatnonzero(whole)[first], counts) if owners else None, trees.node[picked], trees.value[picked]
     rest = np.flatnonzero(~whole)
     if len(rest):
         for owner, nodes, _, values in reader.entry_parts(g.rows[rest], None, owners=True, label_sets=False):

@@ -149,6 +149,15 @@ def test_every_push_is_indexed_and_its_block_stored(cluster: Cluster, stored: St
     assert cluster.objects() == [key for _, key, _ in blocks]
 
 
+def test_each_service_set_what_it_started_with_aside_from_the_garbage_collector(cluster: Cluster, stored: Stored):
+    """Long-lived start-up objects are frozen (`rpc.memory.freeze_started`), so full collections stay short."""
+    for url in (cluster.ingester_url, cluster.querier_url):
+        text = cluster.http.get(f"{url}/metrics").text
+        frozen = [float(line.split()[-1]) for line in text.splitlines()
+                  if line.startswith("flamewatch_gc_frozen_objects ")]
+        assert frozen and frozen[0] > 10_000, (url, frozen)
+
+
 def test_profile_types(cluster: Cluster, stored: Stored):
     assert {
         "process_cpu:cpu:nanoseconds:cpu:nanoseconds", "process_cpu:samples:count:cpu:nanoseconds",

@@ -90,3 +90,30 @@ def test_release_runs_every_interval_until_cancelled(monkeypatch):
 
     asyncio.run(asyncio.wait_for(run(), 10))
     assert len(calls) >= 3
+
+
+FREEZING = textwrap.dedent("""
+    import gc, json, weakref
+    from flamewatch.rpc.memory import freeze_started
+
+    class Node:
+        pass
+
+    held = [[i] for i in range(50_000)]  # what a started service keeps for good (lists are always tracked)
+    cycle = Node()
+    cycle.me = cycle
+    dropped = weakref.ref(cycle)
+    del cycle  # unreachable, but only a collection frees a cycle
+    freeze_started()
+    made_since = [[i] for i in range(10)]
+    print(json.dumps({"frozen": gc.get_freeze_count(), "tracked": len(gc.get_objects()),
+                      "dropped_freed": dropped() is None}))
+""")
+
+
+def test_a_started_process_sets_what_it_holds_aside_from_the_collector_after_freeing_its_garbage():
+    done = subprocess.run([sys.executable, "-c", FREEZING], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert found["frozen"] >= 50_000 and found["tracked"] < 5_000  # a full collection walks only the few
+    assert found["dropped_freed"]

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from flamewatch.querier.merging import _fold
-from flamewatch.storage.frames import row_codes, run_codes
+from flamewatch.storage.frames import row_codes, run_codes, run_firsts
 
 
 @pytest.mark.parametrize("spread", [3, 10**6, 2**40])
@@ -35,6 +35,15 @@ def test_run_codes_number_values_that_come_in_runs():
     assert distinct.tolist() == ["a", "b", "c"]
     assert distinct[codes].tolist() == values.tolist()
     assert [len(x) for x in run_codes(values[:0])] == [0, 0]
+
+
+@pytest.mark.parametrize("values", [[7, 7, 3, 3, 3, 9, 7, 7, 3], [5], [4, 2, 4, 2, 1], list(range(20, 0, -1)) * 2])
+def test_run_firsts_is_numpys_unique_with_first_indices(values):
+    values = np.array(values, np.int64)
+    distinct, first = run_firsts(values)
+    want_distinct, want_first = np.unique(values, return_index=True)
+    assert distinct.tolist() == want_distinct.tolist() and first.tolist() == want_first.tolist()
+    assert [len(x) for x in run_firsts(values[:0])] == [0, 0]
 
 
 def test_folding_stays_exact_for_integer_sums_past_float_precision():

@@ -58,7 +58,7 @@ class StoredTrees:
     fingerprint: np.ndarray  # int64
     hour: np.ndarray  # int64 ns, the start of the hour
     offsets: np.ndarray  # int64, one more than trees
-    node: np.ndarray  # int64
+    node: np.ndarray  # int32
     value: np.ndarray  # int64
     profile_tree: np.ndarray  # int64 per profile row
     profiles: np.ndarray  # int64 per tree
@@ -260,13 +260,14 @@ class BlockReader:
         table = self._read("trees", ["series_fingerprint", "time_ns", "nodes", "values"]).combine_chunks()
         if not table.num_rows:
             empty = np.zeros(0, np.int64)
-            return StoredTrees(empty, empty, np.zeros(1, np.int64), empty, empty,
+            return StoredTrees(empty, empty, np.zeros(1, np.int64), np.zeros(0, np.int32), empty,
                                np.full(self.profiles.num_rows, -1, np.int64), empty)
         nodes = table.column("nodes").chunk(0)
         offsets = nodes.offsets.to_numpy().astype(np.int64)
         trees = StoredTrees(table.column("series_fingerprint").to_numpy().astype(np.int64),
                             table.column("time_ns").to_numpy().astype(np.int64), offsets - offsets[0],
-                            nodes.flatten().to_numpy().astype(np.int64),
+                            # int32 as stored: a fleet hour's trees are 200,800 entries, kept in the querier's cache
+                            nodes.flatten().to_numpy().astype(np.int32, copy=False),
                             table.column("values").chunk(0).flatten().to_numpy().astype(np.int64),
                             np.zeros(0, np.int64), np.zeros(0, np.int64))
         time = self.profiles.column("time_ns").to_numpy()

@@ -63,6 +63,17 @@ class StoredTrees:
     profile_tree: np.ndarray  # int64 per profile row
     profiles: np.ndarray  # int64 per tree
 
+    @cached_property
+    def by_series(self) -> np.ndarray:
+        """The trees in order of their series' fingerprints (`of_series` counts into it)."""
+        return np.argsort(self.fingerprint, kind="stable")
+
+    def of_series(self, fingerprints: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Where each series' trees start in `by_series`, and how many it has (0: none)."""
+        ordered = self.fingerprint[self.by_series]
+        first = np.searchsorted(ordered, fingerprints, side="left")
+        return first, np.searchsorted(ordered, fingerprints, side="right") - first
+
     def find(self, fingerprint: np.ndarray, hour: np.ndarray) -> np.ndarray:
         """The tree of each (series fingerprint, hour); -1 where the block holds none."""
         out = np.full(len(fingerprint), -1, np.int64)
@@ -274,6 +285,14 @@ class BlockReader:
         of_row = trees.find(self.profiles.column("series_fingerprint").to_numpy(), time - time % TREE_SPAN_NS)
         held = np.bincount(of_row[of_row >= 0], minlength=len(trees.fingerprint))
         return dataclasses.replace(trees, profile_tree=of_row, profiles=held)
+
+    @cached_property
+    def untreed(self) -> tuple[np.ndarray, np.ndarray]:
+        """The profile rows no pre-merged tree holds (a series' hours too thin for one; every row in a
+        block without trees), and their series' fingerprints: what reading a series whole takes besides
+        its trees."""
+        rows = np.flatnonzero(self.trees.profile_tree < 0) if self.has_trees else np.arange(self.profiles.num_rows)
+        return rows, self.profiles.column("series_fingerprint").to_numpy()[rows].astype(np.int64)
 
     # -------------------------------------------------------------------------------------- symbols
 

@@ -365,6 +365,60 @@ def merge_rows(db: Database, series_ids: Sequence[int], start: int, end: int) ->
 
 
 @dataclass(frozen=True)
+class WholeRows:
+    """Index rows (one series' profiles in one block) that a merge takes whole, each lying in whole hours
+    of its range in a block with pre-merged trees: the trees of that series in that block answer it,
+    so its profiles' times and rows are never sent (a fleet's week is a million profiles, but only
+    16,800 such rows)."""
+
+    series_id: np.ndarray  # int64
+    fingerprint: np.ndarray  # int64: the series' fingerprint, by which the block's trees name it
+    block: np.ndarray  # int32, index into `blocks`
+    count: np.ndarray  # int64: the series' profiles in the block
+    blocks: np.ndarray  # str: block ids, sorted and distinct
+
+    def __len__(self) -> int:
+        return len(self.series_id)
+
+
+@dataclass(frozen=True)
+class MergePlan:
+    """What a merge over a range reads: the index rows it takes whole from pre-merged trees, and every
+    profile of the other rows, as `merge_rows` gives them."""
+
+    whole: WholeRows
+    rows: ProfileRows
+
+
+def merge_plan(db: Database, series_ids: Sequence[int], start: int, end: int, whole_span: tuple[int, int],
+               tree_series: Sequence[int] | None = None) -> MergePlan:
+    """`merge_rows`, except for the index rows in blocks with pre-merged trees whose every profile lies in
+    `whole_span` (the whole hours of [start, end]), of `tree_series` only when given: those come as
+    `WholeRows`, without a row per profile."""
+    whole = "coalesce(b.trees, false) AND i.min_time >= %(lo)s AND i.max_time <= %(hi)s"
+    params = {**_range_params(series_ids, start, end), "lo": whole_span[0], "hi": whole_span[1]}
+    if tree_series is not None:
+        whole += " AND i.series_id = ANY(%(trees)s)"
+        params["trees"] = list(tree_series)
+    with db.connection() as conn:
+        found = conn.execute(
+            "SELECT i.series_id, i.block_id, s.fingerprint, i.profiles, w.whole,"
+            " CASE WHEN w.whole THEN NULL ELSE i.times END, CASE WHEN w.whole THEN NULL ELSE i.rows END"
+            " FROM index_series i JOIN series s ON s.id = i.series_id LEFT JOIN blocks b ON b.id = i.block_id"
+            f" CROSS JOIN LATERAL (SELECT {whole} AS whole) w"
+            " WHERE i.series_id = ANY(%(ids)s) AND i.max_time >= %(start)s AND i.min_time <= %(end)s",
+            params, binary=True).fetchall()
+    taken = [r for r in found if r[4]]
+    columns = list(zip(*taken)) or [()] * 4
+    blocks, block = np.unique(np.array(columns[1], str), return_inverse=True)
+    rows = _unpack(sorted(((r[0], r[1], r[5], r[6]) for r in found if not r[4]), key=itemgetter(1, 0)))
+    inside = (rows.time >= start) & (rows.time <= end)
+    return MergePlan(WholeRows(np.array(columns[0], np.int64), np.array(columns[2], np.int64),
+                               block.reshape(-1).astype(np.int32), np.array(columns[3], np.int64), blocks),
+                     rows if inside.all() else rows.take(np.flatnonzero(inside)))
+
+
+@dataclass(frozen=True)
 class EntryCounts:
     """Per index row (one series' profiles in one block) with profiles in a range: its series, block,
     first and last time in the range and how many of its profiles the range holds."""

@@ -20,7 +20,7 @@ import numpy as np
 from flamewatch.rpc.errors import CostLimitExceeded
 from flamewatch.rpc.tenant import Tenants, tenant_ids
 from flamewatch.storage.frames import run_firsts
-from flamewatch.storage.index import EntryCounts, ProfileRows
+from flamewatch.storage.index import EntryCounts, ProfileRows, WholeRows
 
 
 @dataclass(frozen=True)
@@ -35,10 +35,15 @@ class QueryTooCostly(CostLimitExceeded):
     """A query would read more than its tenant's `--query.max-bytes`."""
 
 
-def cost_of(rows: ProfileRows, block_bytes: Mapping[str, int]) -> QueryCost:
-    """What reading the rows costs; `block_bytes` holds the size of each of their blocks."""
-    blocks = rows.used_blocks()[0].tolist()
-    return QueryCost(len(blocks), len(run_firsts(rows.series_id)[0]), len(rows),  # series come in runs
+def cost_of(rows: ProfileRows, block_bytes: Mapping[str, int], whole: WholeRows | None = None) -> QueryCost:
+    """What reading the rows (and the index rows a merge takes `whole`) costs; `block_bytes` holds the size
+    of each of their blocks."""
+    if whole is None or not len(whole):
+        blocks = rows.used_blocks()[0].tolist()
+        return QueryCost(len(blocks), len(run_firsts(rows.series_id)[0]), len(rows),  # series come in runs
+                         sum(block_bytes.get(b, 0) for b in blocks))
+    blocks = np.union1d(rows.used_blocks()[0], whole.blocks).tolist()
+    return QueryCost(len(blocks), len(np.union1d(rows.series_id, whole.series_id)), len(rows) + int(whole.count.sum()),
                      sum(block_bytes.get(b, 0) for b in blocks))
 
 

@@ -3,7 +3,8 @@
 Merging follows DESIGN's query path: selector → series ids → profile rows grouped by block → blocks
 fetched in parallel through the cache → per block, values summed per stack node with numpy → one call
 tree keyed by function path. The rows go to tree sources (`sources`): a series' hours that a merge
-takes whole, in blocks compacted with pre-merged trees, to those trees (`premerged`), the other rows to
+takes whole, in blocks compacted with pre-merged trees, to those trees (`premerged`; a series' whole
+row of a block in whole hours is never even listed per profile, `index.merge_plan`), the other rows to
 the blocks' profiles; one function combines their partial trees, and every read of blocks is first
 held to the tenant's cost limit (`cost`). Gauges (in-use memory, goroutines) are averaged over time
 per series and summed across series; everything else is summed.
@@ -39,7 +40,7 @@ from flamewatch.querier.merging import (
     sample_values,
     used_sample_labels,
 )
-from flamewatch.querier.premerged import PreMergedTrees, whole_hours
+from flamewatch.querier.premerged import PreMergedTrees, whole_hours, whole_span
 from flamewatch.querier.selection import Selection
 from flamewatch.querier.sources import LocalBlocks, PartialTree, TreeSource, combine
 from flamewatch.querier.symbolization import QuerySymbols, Symbolization
@@ -299,13 +300,13 @@ class Querier:
     def _selected(self, tenant: Tenants, sel: Selection, start: int, end: int, granularity: str,
                   profiles: Sequence[tuple[int, int]] | None, symbols: QuerySymbols | None) -> Piece:
         """The selection merged here over the range; with `profiles`, only those (series id, time) pairs."""
+        if profiles is None:
+            return self._planned(tenant, sel, start, end, None, granularity, symbols)
         # in block order: a merge adds exactly (integers, gauges' exact shares), so any set order will do
         rows = index.merge_rows(self.db, [s.id for s in sel.series], start, end)
-        if profiles is not None:
-            rows = rows.take(np.flatnonzero(_is_one_of(rows, profiles)))
+        rows = rows.take(np.flatnonzero(_is_one_of(rows, profiles)))
         divisors = _gauge_divisors(rows) if sel.profile_type.is_gauge else None
-        return self._read(tenant, rows, sel, divisors, granularity, None if profiles is not None else (start, end),
-                          symbols)
+        return self._read(tenant, rows, sel, divisors, granularity, None, symbols)
 
     @_bounded
     def changes(self, tenant: Tenants, a: tuple[str, int, int], b: tuple[str, int, int],
@@ -401,6 +402,48 @@ class Querier:
         by_tree = self._by_tree(rows, r.row_filter, objects, span)
         return Piece(combine(self.read_partials(r, by_tree, granularity, symbols)), self._profiles(r))
 
+    def _planned(self, tenant: Tenants, sel: Selection, start: int, end: int,
+                 divisors: tuple[np.ndarray, np.ndarray] | None, granularity: str,
+                 symbols: QuerySymbols | None) -> Piece:
+        """The selection merged over [start, end]: the index rows that lie in its whole hours in blocks with
+        pre-merged trees from those trees, never sending a row per profile (`index.merge_plan`), the
+        profiles of the other rows as `_read` reads them; a gauge's values divided by `divisors` (series
+        ids, ascending, and their profiles over a whole range that was split) or else by its series'
+        profiles here."""
+        ids = [s.id for s in sel.series]
+        span = whole_span(start, end)
+        if self.trees is None or span is None:
+            rows = index.merge_rows(self.db, ids, start, end)
+            if divisors is None:
+                return self._read(tenant, rows, sel, _gauge_divisors(rows) if sel.profile_type.is_gauge else None,
+                                  granularity, (start, end), symbols)
+            return self._read(tenant, rows, sel, _divisors_of(rows, *divisors), granularity, (start, end), symbols)
+        tree_series = [s.id for s in sel.series if sel.series_filter[s.id] == 0] if sel.by_samples else None
+        plan = index.merge_plan(self.db, ids, start, end, span, tree_series)
+        rows, whole = plan.rows, plan.whole
+        if sel.profile_type.is_gauge:  # a series the asker did not count (stored since) is counted here
+            here = _series_profiles(rows, whole)
+            divisors = here if divisors is None else _filled(divisors, here)
+        row_divisors = None if divisors is None else _divisors_of(rows, *divisors)
+        whole_divisors = None if divisors is None else _series_divisors(whole.series_id, *divisors)
+        objects = index.block_objects(self.db, np.union1d(rows.used_blocks()[0], whole.blocks).tolist())
+        cost.check(cost.cost_of(rows, {b: o.bytes for b, o in objects.items()}, whole),
+                   self.config.max_bytes_of(tenant), tenant)
+        keys = {code: objects[b].key for code, b in enumerate(rows.blocks.tolist()) if b in objects}
+        row_filter = sel.row_filters(rows) if sel.by_samples else None
+        r = Rows(keys, rows.block, rows.row, None if row_divisors is None else 1.0 / row_divisors, sel.filters,
+                 row_filter, row_divisors)
+        partials = self.read_partials(r, self._by_tree(rows, row_filter, objects, (start, end)), granularity,
+                                      symbols) if len(rows) else []
+        if len(whole):
+            w = Rows({code: objects[b].key for code, b in enumerate(whole.blocks.tolist()) if b in objects},
+                     whole.block, whole.fingerprint, None if whole_divisors is None else 1.0 / whole_divisors,
+                     divisors=whole_divisors)
+            partials.append(self.trees.series_tree(w, granularity, symbols))
+        if not partials:
+            partials = [self.source.tree(r, granularity, symbols)]
+        return Piece(combine(partials), (self._profiles(r) if len(rows) else 0) + int(whole.count.sum()))
+
     def _split(self, tenant: Tenants, query: str, sel: Selection, start: int, end: int,
                granularity: str) -> Merged | None:
         """The merge cut in time with the peers (`fanout`), once the index's counts hold it within the
@@ -435,9 +478,7 @@ class Querier:
                divisors: tuple[np.ndarray, np.ndarray] | None, granularity: str, symbols: QuerySymbols | None) -> Piece:
         """The selection merged over [start, end], a piece of a split merge's range; a gauge's values
         divided by `divisors` (series ids, ascending, and their profiles over the whole range)."""
-        rows = index.merge_rows(self.db, [s.id for s in sel.series], start, end)
-        return self._read(tenant, rows, sel, None if divisors is None else _divisors_of(rows, *divisors),
-                          granularity, (start, end), symbols)
+        return self._planned(tenant, sel, start, end, divisors, granularity, symbols)
 
     def _by_tree(self, rows: ProfileRows, row_filter: np.ndarray | None, objects: dict[str, index.StoredObject],
                  span: tuple[int, int] | None) -> np.ndarray | None:
@@ -522,6 +563,27 @@ def _gauge_divisors(rows: ProfileRows) -> np.ndarray:
     """The profiles of each row's series: what a gauge's values are divided by (`_gauge_weights`)."""
     _, inverse, counts = np.unique(rows.series_id, return_inverse=True, return_counts=True)
     return counts[inverse.reshape(-1)].astype(np.int64)
+
+
+def _series_profiles(rows: ProfileRows, whole: index.WholeRows) -> tuple[np.ndarray, np.ndarray]:
+    """The series of a merge's profile rows and whole index rows (ascending), and each one's profiles."""
+    series, at = np.unique(np.concatenate([rows.series_id, whole.series_id]), return_inverse=True)
+    counts = np.concatenate([np.ones(len(rows), np.int64), whole.count])
+    return series, np.bincount(at.reshape(-1), weights=counts, minlength=len(series)).astype(np.int64)
+
+
+def _filled(given: tuple[np.ndarray, np.ndarray], here: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Divisors per series (ascending): those `given`, and for the series they lack, those counted `here`."""
+    series = np.union1d(given[0], here[0])
+    profiles = np.zeros(len(series), np.int64)
+    profiles[np.searchsorted(series, here[0])] = here[1]
+    profiles[np.searchsorted(series, given[0])] = given[1]
+    return series, profiles
+
+
+def _series_divisors(series_id: np.ndarray, series: np.ndarray, profiles: np.ndarray) -> np.ndarray:
+    """The divisor of each whole index row's series, every one of them among `series` (ascending)."""
+    return profiles[np.searchsorted(series, series_id)].astype(np.int64)
 
 
 def _divisors_of(rows: ProfileRows, series: np.ndarray, profiles: np.ndarray) -> np.ndarray:

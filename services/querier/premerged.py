@@ -7,7 +7,12 @@ of one per profile and node. The nodes are the block's own, so function names, l
 frames come out exactly as from the profiles, and the values are integer sums, so weights (or, for
 gauges, divisors: see `shares`) apply to them as to the profiles' values.
 
-`whole_hours` is the engine's choice; `PreMergedTrees` checks it again per block, whatever it is
+Whole index rows go further (`series_tree`): a (series, block) row of the index whose every profile lies
+in whole hours of the range, in a block with trees, is answered by that series' trees in the block (and
+the profiles of its hours too thin for a tree) without the index listing its profiles at all
+(`index.merge_plan`, `whole_span`): the rows hold the series' fingerprints instead of profile rows.
+
+`whole_hours` is the engine's choice for listed rows; `PreMergedTrees` checks it again per block, whatever it is
 handed: a tree is read only when the rows given for it are every profile the block holds of that
 series and hour and no sample filter applies, and the profiles otherwise. So a wrong choice costs
 time, never a wrong answer.
@@ -44,6 +49,13 @@ def whole_hours(rows: ProfileRows, row_filter: np.ndarray | None, with_trees: np
     return whole & unfiltered & with_trees
 
 
+def whole_span(start: int, end: int) -> tuple[int, int] | None:
+    """The whole hours of [start, end] (both ends included); None when it holds none."""
+    lo = -(-start // TREE_SPAN_NS) * TREE_SPAN_NS
+    hi = (end + 1) // TREE_SPAN_NS * TREE_SPAN_NS - 1
+    return (lo, hi) if lo < hi else None
+
+
 class PreMergedTrees:
     """The blocks' pre-merged trees where they answer the rows, their profiles elsewhere."""
 
@@ -52,6 +64,12 @@ class PreMergedTrees:
 
     def tree(self, rows: Rows, granularity: str, symbols: QuerySymbols | None) -> PartialTree:
         sums, unnamed = path_sums(self.blocks, rows, granularity, symbols, read=tree_entries)
+        return PartialTree(self.blocks.paths, sums, unnamed)
+
+    def series_tree(self, rows: Rows, granularity: str, symbols: QuerySymbols | None) -> PartialTree:
+        """Whole index rows (`index.WholeRows`), each a series' every profile in a block: `rows.row` holds
+        the series' fingerprints, read from the block's trees of those series (`series_entries`)."""
+        sums, unnamed = path_sums(self.blocks, rows, granularity, symbols, read=series_entries)
         return PartialTree(self.blocks.paths, sums, unnamed)
 
     def profile(self, rows: Rows, symbols: QuerySymbols | None) -> tuple[Gathered, Header, Named]:
@@ -87,3 +105,28 @@ def tree_entries(g: Group, owners: bool) -> GroupEntries:
 def _distinct(rows: np.ndarray) -> np.ndarray:
     """Per row (of a block: fewer than its profiles): whether it is given once."""
     return np.bincount(rows)[rows] == 1 if len(rows) else np.zeros(0, bool)
+
+
+def series_entries(g: Group, owners: bool) -> GroupEntries:
+    """The entries of every profile the group's series (by fingerprint, `g.rows`) have in its block: their
+    trees, and the profiles of the hours too thin for a tree (or all of them, in a block without trees)."""
+    reader = g.block.reader
+    fingerprints = g.rows
+    if reader.has_trees:
+        trees = reader.trees
+        first, count = trees.of_series(fingerprints)
+        tree = trees.by_series[expand_ranges(first, count)]
+        TREE_PROFILES.inc(int(trees.profiles[tree].sum()))
+        sizes = trees.offsets[tree + 1] - trees.offsets[tree]
+        picked = expand_ranges(trees.offsets[tree], sizes)
+        yield (np.repeat(np.repeat(np.arange(len(fingerprints)), count), sizes) if owners else None,
+               trees.node[picked], trees.value[picked])
+    untreed, untreed_fingerprint = reader.untreed
+    if not len(untreed):
+        return
+    rows = np.flatnonzero(np.isin(untreed_fingerprint, fingerprints))
+    if len(rows):
+        order = np.argsort(fingerprints, kind="stable")
+        owner_of = order[np.searchsorted(fingerprints[order], untreed_fingerprint[rows])]
+        for owner, nodes, _, values in reader.entry_parts(untreed[rows], None, owners=True, label_sets=False):
+            yield owner_of[owner], nodes, values

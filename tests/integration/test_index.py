@@ -1,5 +1,6 @@
 """The profile index on a real Postgres: a row per (block, series) with packed profile arrays."""
 
+import dataclasses
 from datetime import UTC, datetime
 
 import numpy as np
@@ -255,3 +256,31 @@ def test_counts_are_the_profiles_each_row_holds_in_the_range_cut_at_its_ends(db:
             want[s, b] = (c + 1, min(f, t), max(la, t))
         assert got == want, (start, end)
     assert len(index.profile_counts(db, [], 0, 2**62)) == 0
+
+
+def test_a_merge_plan_takes_rows_in_whole_hours_of_blocks_with_trees_whole_and_sends_the_rest(db: Database) -> None:
+    hour = 3600 * S
+    h0 = T0 - T0 % hour + hour  # an hour's start after T0
+    index.commit_block(db, dataclasses.replace(block("trees", [entry("a", h0, 0, 1)], 1), max_time=h0 + hour - S,
+                                               trees=True),
+                       [entry("a", h0 + i * S, i, 1) for i in range(5)] + [entry("b", h0 + hour - S, 5, 1)])
+    commit(db, "plain", [entry("a", h0 + 10 * S, 0, 1)], level=1)  # in a whole hour, but without trees
+    index.commit_block(db, dataclasses.replace(block("late", [entry("a", h0 + hour, 0, 1)], 1), trees=True),
+                       [entry("a", h0 + hour + i * S, i, 1) for i in range(4)])  # cut by the range's end
+    ids = series_ids(db)
+    span = (h0, h0 + hour - 1)
+    plan = index.merge_plan(db, list(ids.values()), h0 - 5 * S, h0 + hour + 2 * S, span)
+    whole = sorted(zip(plan.whole.series_id.tolist(), plan.whole.blocks[plan.whole.block].tolist(),
+                       plan.whole.count.tolist(), plan.whole.fingerprint.tolist()))
+    fp = {name: entry(name, 0, 0, 0).fingerprint for name in "ab"}
+    assert whole == sorted([(ids["a"], "trees", 5, fp["a"]), (ids["b"], "trees", 1, fp["b"])])
+    assert profiles_of(plan.rows) == sorted([(ids["a"], h0 + 10 * S, "plain", 0)] + [
+        (ids["a"], h0 + hour + i * S, "late", i) for i in range(3)])  # the fourth is past the end
+    only_b = index.merge_plan(db, list(ids.values()), h0 - 5 * S, h0 + hour + 2 * S, span, tree_series=[ids["b"]])
+    assert only_b.whole.series_id.tolist() == [ids["b"]]
+    assert len(only_b.rows) == 5 + 1 + 3  # a's rows of the trees block come as profiles
+    nothing_whole = index.merge_plan(db, list(ids.values()), h0 + S, h0 + hour + 2 * S, (h0 + hour, h0 + hour - 1))
+    assert len(nothing_whole.whole) == 0
+    assert profiles_of(nothing_whole.rows) == profiles_of(index.merge_rows(db, list(ids.values()), h0 + S,
+                                                                           h0 + hour + 2 * S))
+    assert len(index.merge_plan(db, [], 0, 2**62, span).whole) == 0

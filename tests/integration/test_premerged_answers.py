@@ -43,13 +43,17 @@ SHAPES = {
 
 
 class Counted(PreMergedTrees):
-    """The trees source, counting the rows it is handed."""
+    """The trees source, counting the rows it is handed: profile rows, and index rows taken whole."""
 
     rows = 0
 
     def tree(self, rows: Rows, granularity, symbols):
         Counted.rows += len(rows.row)
         return super().tree(rows, granularity, symbols)
+
+    def series_tree(self, rows: Rows, granularity, symbols):
+        Counted.rows += len(rows.row)
+        return super().series_tree(rows, granularity, symbols)
 
 
 @pytest.fixture

@@ -41,6 +41,8 @@ def blocks(tmp_path_factory):
     parts = [(r, np.arange(PROFILES)) for r in readers]
     store.put("trees", compact(parts, trees=True))
     store.put("plain", compact(parts))
+    # pod p0's first hour left with one profile (rows 12 and 24 dropped): too thin for a tree
+    store.put("thin", compact([(readers[0], np.setdiff1d(np.arange(PROFILES), [12, 24]))], trees=True))
     cache = BlockCache(store, max_bytes=1 << 30, concurrency=1, paths=PathIndex())
     yield cache
     cache.close()
@@ -184,6 +186,29 @@ def test_gauge_partials_add_up_to_the_bit_however_the_rows_are_split(blocks):
         parts = [PreMergedTrees(blocks).tree(rows.take(np.flatnonzero(keep)), "functions", None),
                  LocalBlocks(blocks).tree(rows.take(np.flatnonzero(~keep)), "functions", None)]
         assert combine(parts).values.tobytes() == whole.tobytes()
+
+
+@pytest.mark.parametrize("gauge", [False, True])
+@pytest.mark.parametrize("key", ["trees", "plain", "thin"])
+def test_series_taken_whole_answer_to_the_bit_as_their_profiles_do(blocks, key, gauge, monkeypatch):
+    fingerprint = reader(blocks, key).profiles.column("series_fingerprint").to_numpy().astype(np.int64)
+    series, counts = np.unique(fingerprint, return_counts=True)
+    for picked in (series[:1], series[1:3], series[::-1], np.r_[series, 12345]):  # 12345: no profile here
+        divisors = counts[np.minimum(np.searchsorted(series, picked), len(series) - 1)] if gauge else None
+        whole = Rows({key: key}, np.full(len(picked), key, object), picked,
+                     None if divisors is None else 1.0 / divisors, divisors=divisors)
+        rows = np.flatnonzero(np.isin(fingerprint, picked))
+        row_divisors = counts[np.searchsorted(series, fingerprint[rows])] if gauge else None
+        expected = LocalBlocks(blocks).tree(Rows({key: key}, np.full(len(rows), key, object), rows,
+                                                 None if row_divisors is None else 1.0 / row_divisors,
+                                                 divisors=row_divisors), "functions", None).values
+        with monkeypatch.context() as m:
+            if key == "trees":  # every hour has its tree: no profile is read
+                m.setattr(BlockReader, "entry_parts", lambda *a, **k: pytest.fail("a profile's entries were read"))
+            got = PreMergedTrees(blocks).series_tree(whole, "functions", None).values
+        assert got.tobytes() == expected.tobytes(), (key, picked)
+        assert got.any()
+    assert len(reader(blocks, "thin").untreed[0]) == 1 and not len(reader(blocks, "trees").untreed[0])
 
 
 def test_an_hour_is_whole_when_the_range_holds_it_from_its_first_to_its_last_nanosecond():

@@ -51,7 +51,8 @@ def _taker(offsets: np.ndarray, rows: np.ndarray, counts: np.ndarray):
 
 @dataclass(frozen=True, eq=False)
 class StoredTrees:
-    """A block's trees section: per tree (ordered by series fingerprint, then hour) its series and hour,
+    """A block's trees section: per tree (in the order of their first profiles: a compacted block's by
+    profile type, service, series and hour; by fingerprint and hour in blocks written before) its series and hour,
     and its entries `offsets[i]:offsets[i + 1]` of (stack node, summed value); per profile row of the
     block, the tree that holds it (-1: none), and per tree how many rows it sums."""
 

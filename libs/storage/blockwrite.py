@@ -125,9 +125,15 @@ class _Trees:
         fingerprint = profiles.column("series_fingerprint").to_numpy()
         time = profiles.column("time_ns").to_numpy()
         hour = time - time % TREE_SPAN_NS
-        # Each row's (series, hour) as a small code, in their order: a sum per (code, node) packs into one
-        # int64 key, where a 64-bit fingerprint would not
-        self._tree, first = row_codes([fingerprint, hour])
+        # Each row's (series, hour) as a small code: a sum per (code, node) packs into one int64 key, where a
+        # 64-bit fingerprint would not. Codes go in the order of each tree's first row, so the trees lie as
+        # the profiles do (compacted: by profile type, service, series, hour) and a query of one type or
+        # service reads a few runs of them, not trees scattered by their fingerprints' hashes
+        code, first = row_codes([fingerprint, hour])
+        order = np.argsort(first, kind="stable")
+        rank = np.empty(len(order), np.int64)
+        rank[order] = np.arange(len(order))
+        self._tree, first = rank[code], first[order]
         self._fingerprint, self._hour = fingerprint[first], hour[first]
         self._in_tree = np.bincount(self._tree)[self._tree] >= TREE_MIN_PROFILES if len(first) else \
             np.zeros(0, bool)
@@ -143,7 +149,7 @@ class _Trees:
         self._parts.append((tree[first], node[first], sums))
 
     def section(self) -> tuple[dict, np.ndarray, np.ndarray, np.ndarray]:
-        """(per-tree columns, entries per tree, node, value), trees in order of series and hour, each
+        """(per-tree columns, entries per tree, node, value), trees in the order of their first rows, each
         tree's nodes ascending; nodes whose sum is zero are left out."""
         tree, node, value = (np.concatenate(c) for c in zip(*self._parts)) if self._parts else \
             (np.zeros(0, np.int64),) * 3

@@ -244,8 +244,8 @@ def _fold(sums: np.ndarray, nodes: np.ndarray, values: np.ndarray) -> None:
     """Add values to their stack nodes' sums: np.add.at for a few entries, a bincount over all nodes
     (one pass, through float64) for many, where integer sums cannot pass what float64 holds exactly."""
     many = 4 * len(nodes) >= len(sums)
-    exact = sums.dtype.kind == "f" or (
-        len(values) > 0 and float(np.abs(values.astype(np.float64)).max()) * len(values) < _EXACT_IN_FLOAT)
+    exact = sums.dtype.kind == "f" or (  # the largest magnitude found without a float copy of the values
+        len(values) > 0 and max(int(values.max()), -int(values.min())) * len(values) < _EXACT_IN_FLOAT)
     if many and exact:
         sums += np.bincount(nodes, weights=values, minlength=len(sums)).astype(sums.dtype)
     else:

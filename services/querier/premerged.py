@@ -30,6 +30,7 @@ from flamewatch.querier.merging import Group, GroupEntries, Rows, gather_rows, p
 from flamewatch.querier.sources import PartialTree
 from flamewatch.querier.symbolization import QuerySymbols
 from flamewatch.storage.blockformat import TREE_SPAN_NS
+from flamewatch.storage.blockread import StoredTrees
 from flamewatch.storage.frames import run_firsts
 from flamewatch.storage.gather import Gathered
 from flamewatch.storage.index import ProfileRows
@@ -116,11 +117,10 @@ def series_entries(g: Group, owners: bool) -> GroupEntries:
         trees = reader.trees
         first, count = trees.of_series(fingerprints)
         tree = trees.by_series[expand_ranges(first, count)]
+        order = np.argsort(tree, kind="stable")  # in stored order: runs of trees are runs of entries
+        tree, owner = tree[order], np.repeat(np.arange(len(fingerprints)), count)[order]
         TREE_PROFILES.inc(int(trees.profiles[tree].sum()))
-        sizes = trees.offsets[tree + 1] - trees.offsets[tree]
-        picked = expand_ranges(trees.offsets[tree], sizes)
-        yield (np.repeat(np.repeat(np.arange(len(fingerprints)), count), sizes) if owners else None,
-               trees.node[picked], trees.value[picked])
+        yield from _tree_runs(trees, tree, owner if owners else None)
     untreed, untreed_fingerprint = reader.untreed
     if not len(untreed):
         return
@@ -130,3 +130,24 @@ def series_entries(g: Group, owners: bool) -> GroupEntries:
         owner_of = order[np.searchsorted(fingerprints[order], untreed_fingerprint[rows])]
         for owner, nodes, _, values in reader.entry_parts(untreed[rows], None, owners=True, label_sets=False):
             yield owner_of[owner], nodes, values
+
+
+_RUNS_AS_SLICES = 16  # at most this many runs of trees are read as slices of the entries, no copy
+
+
+def _tree_runs(trees: StoredTrees, tree: np.ndarray, owner: np.ndarray | None) -> GroupEntries:
+    """The entries of the trees (ascending ids), with each entry's owner when given: slices of the stored
+    entries for each run of consecutive trees when they are few (a query of one profile type or service
+    over a compacted block takes a run of them), else gathered."""
+    if not len(tree):
+        return
+    breaks = np.flatnonzero(tree[1:] != tree[:-1] + 1) + 1
+    if len(breaks) < _RUNS_AS_SLICES:
+        for lo, hi in zip(np.r_[0, breaks].tolist(), np.r_[breaks, len(tree)].tolist()):
+            a, b = int(trees.offsets[tree[lo]]), int(trees.offsets[tree[hi - 1] + 1])
+            sizes = trees.offsets[tree[lo:hi] + 1] - trees.offsets[tree[lo:hi]]
+            yield None if owner is None else np.repeat(owner[lo:hi], sizes), trees.node[a:b], trees.value[a:b]
+        return
+    sizes = trees.offsets[tree + 1] - trees.offsets[tree]
+    picked = expand_ranges(trees.offsets[tree], sizes)
+    yield None if owner is None else np.repeat(owner, sizes), trees.node[picked], trees.value[picked]

@@ -188,9 +188,19 @@ def test_gauge_partials_add_up_to_the_bit_however_the_rows_are_split(blocks):
         assert combine(parts).values.tobytes() == whole.tobytes()
 
 
+def test_trees_lie_in_the_order_of_their_first_profiles(blocks):
+    r = reader(blocks, "trees")
+    fingerprint, hour = hours_of(r)
+    trees = r.trees
+    firsts = [int(np.flatnonzero((fingerprint == f) & (hour == h))[0]) for f, h in zip(trees.fingerprint, trees.hour)]
+    assert firsts == sorted(firsts) and len(firsts) == 12  # 4 series x 3 hours
+
+
+@pytest.mark.parametrize("runs_as_slices", [0, 16])  # 0: every selection's trees gathered
 @pytest.mark.parametrize("gauge", [False, True])
 @pytest.mark.parametrize("key", ["trees", "plain", "thin"])
-def test_series_taken_whole_answer_to_the_bit_as_their_profiles_do(blocks, key, gauge, monkeypatch):
+def test_series_taken_whole_answer_to_the_bit_as_their_profiles_do(blocks, key, gauge, runs_as_slices, monkeypatch):
+    monkeypatch.setattr("flamewatch.querier.premerged._RUNS_AS_SLICES", runs_as_slices)
     fingerprint = reader(blocks, key).profiles.column("series_fingerprint").to_numpy().astype(np.int64)
     series, counts = np.unique(fingerprint, return_counts=True)
     for picked in (series[:1], series[1:3], series[::-1], np.r_[series, 12345]):  # 12345: no profile here

@@ -96,7 +96,7 @@ def tree_entries(g: Group, owners: bool) -> GroupEntries:
     used, first = run_firsts(mine[whole])  # a tree's rows are a run of its block's rows
     counts = trees.offsets[used + 1] - trees.offsets[used]
     picked = expand_ranges(trees.offsets[used], counts)
-    yield np.repeat(np.flatnonzero(whole)[first], counts) if owners else None, trees.node[picked], trees.value[picked]
+    yield np.repeat(np.flatnonzero(whole)[first], counts) if owners else None, trees.node[picked], trees.values(picked)
     rest = np.flatnonzero(~whole)
     if len(rest):
         for owner, nodes, _, values in reader.entry_parts(g.rows[rest], None, owners=True, label_sets=False):
@@ -146,8 +146,8 @@ def _tree_runs(trees: StoredTrees, tree: np.ndarray, owner: np.ndarray | None) -
         for lo, hi in zip(np.r_[0, breaks].tolist(), np.r_[breaks, len(tree)].tolist()):
             a, b = int(trees.offsets[tree[lo]]), int(trees.offsets[tree[hi - 1] + 1])
             sizes = trees.offsets[tree[lo:hi] + 1] - trees.offsets[tree[lo:hi]]
-            yield None if owner is None else np.repeat(owner[lo:hi], sizes), trees.node[a:b], trees.value[a:b]
+            yield None if owner is None else np.repeat(owner[lo:hi], sizes), trees.node[a:b], trees.values(slice(a, b))
         return
     sizes = trees.offsets[tree + 1] - trees.offsets[tree]
     picked = expand_ranges(trees.offsets[tree], sizes)
-    yield None if owner is None else np.repeat(owner, sizes), trees.node[picked], trees.value[picked]
+    yield None if owner is None else np.repeat(owner, sizes), trees.node[picked], trees.values(picked)

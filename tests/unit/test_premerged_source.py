@@ -70,7 +70,7 @@ def test_each_tree_is_the_sum_of_its_series_profiles_of_that_hour(blocks):
         np.add.at(expected, nodes, values)
         got = np.zeros(len(r.node_parent), np.int64)
         at = slice(trees.offsets[t], trees.offsets[t + 1])
-        got[trees.node[at]] = trees.value[at]
+        got[trees.node[at]] = trees.values(at)
         assert got.tolist() == expected.tolist()
     assert trees.find(fingerprint, hour).tolist() == [
         int(np.flatnonzero((trees.fingerprint == f) & (trees.hour == h))[0]) for f, h in zip(fingerprint, hour)]
@@ -107,7 +107,7 @@ def test_trees_of_a_block_of_many_row_groups_are_a_row_group_of_their_own(blocks
     split = BlockReader(data)
     assert len(split._sections["profiles"]) > 3
     assert split._sections["trees"] == [max(split._sections["profiles"]) + 1] and "trees" not in split._rows
-    assert split.trees.value.tolist() == r.trees.value.tolist()
+    assert split.trees.values(slice(None)).tolist() == r.trees.values(slice(None)).tolist()
     store = FilesystemObjectStore(tmp_path)
     store.put("split", data)
     cache = BlockCache(store, max_bytes=1 << 30, concurrency=1, paths=blocks.paths)
@@ -254,3 +254,20 @@ def test_finding_the_tree_of_each_row_agrees_with_a_lookup_by_pair(seed):
     assert trees.find(rows_fp, rows_hour).tolist() == expected
     assert -1 in expected and max(expected) >= 0
     assert trees.find(empty, empty).tolist() == []
+
+
+@pytest.mark.parametrize("distinct, dtype", [(3, np.uint8), (300, np.uint16), (70_000, np.int64)])
+def test_tree_values_are_kept_as_codes_when_few_distinct_and_read_back_exactly(distinct, dtype):
+    from flamewatch.storage.blockread import StoredTrees, _coded
+
+    rng = np.random.default_rng(distinct)
+    values = rng.permutation(np.resize(np.arange(distinct, dtype=np.int64) * 10_000_019 - 5, 80_000))
+    value, _, _, table = _coded(pa.array(values))
+    assert value.dtype == dtype and (table is None) == (dtype == np.int64)
+    empty = np.zeros(0, np.int64)
+    trees = StoredTrees(empty, empty, np.zeros(1, np.int64), np.zeros(len(values), np.int32), value, empty, empty,
+                        table)
+    assert trees.values(slice(None)).tolist() == values.tolist()
+    picked = rng.integers(0, len(values), 500)
+    assert trees.values(picked).tolist() == values[picked].tolist()
+    assert trees.values(slice(10, 20)).dtype == np.int64

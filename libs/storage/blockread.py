@@ -63,7 +63,7 @@ class StoredTrees:
     fingerprint: np.ndarray  # int64
     hour: np.ndarray  # int64 ns, the start of the hour
     offsets: np.ndarray  # int64, one more than trees
-    node: np.ndarray  # int32
+    node: np.ndarray  # uint16 when the block's stack nodes fit, else int32
     value: np.ndarray  # int64 sums, or (with `value_table`) uint8 or uint16 codes into it
     profile_tree: np.ndarray  # int64 per profile row
     profiles: np.ndarray  # int64 per tree
@@ -103,6 +103,11 @@ class StoredTrees:
         hit = (series[s] == fingerprint) & (hours[h] == hour) & (tree_key[order][at] == key)
         out[hit] = order[at[hit]]
         return out
+
+
+def _narrow(nodes: np.ndarray) -> np.ndarray:
+    """Stack nodes as uint16 when they fit, else int32."""
+    return nodes.astype(np.uint16 if len(nodes) and int(nodes.max()) < 1 << 16 else np.int32, copy=False)
 
 
 def _coded(values: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
@@ -303,8 +308,9 @@ class BlockReader:
         offsets = nodes.offsets.to_numpy().astype(np.int64)
         trees = StoredTrees(table.column("series_fingerprint").to_numpy().astype(np.int64),
                             table.column("time_ns").to_numpy().astype(np.int64), offsets - offsets[0],
-                            # int32 as stored: a fleet hour's trees are 200,800 entries, kept in the querier's cache
-                            nodes.flatten().to_numpy().astype(np.int32, copy=False),
+                            # kept in the querier's cache (a fleet hour's trees are 139,200 entries): int32 as
+                            # stored, or uint16 when the block's stack has fewer than 65,536 nodes
+                            _narrow(nodes.flatten().to_numpy()),
                             *_coded(table.column("values").chunk(0).flatten()))
         time = self.profiles.column("time_ns").to_numpy()
         of_row = trees.find(self.profiles.column("series_fingerprint").to_numpy(), time - time % TREE_SPAN_NS)

@@ -271,3 +271,12 @@ def test_tree_values_are_kept_as_codes_when_few_distinct_and_read_back_exactly(d
     picked = rng.integers(0, len(values), 500)
     assert trees.values(picked).tolist() == values[picked].tolist()
     assert trees.values(slice(10, 20)).dtype == np.int64
+
+
+def test_tree_nodes_are_kept_in_two_bytes_when_the_stack_has_fewer_than_65536_nodes():
+    from flamewatch.storage.blockread import _narrow
+
+    small, large = np.array([0, 7, 65_535], np.int32), np.array([0, 7, 65_536], np.int32)
+    assert _narrow(small).dtype == np.uint16 and _narrow(small).tolist() == small.tolist()
+    assert _narrow(large).dtype == np.int32 and _narrow(large).tolist() == large.tolist()
+    assert _narrow(np.zeros(0, np.int32)).dtype == np.int32

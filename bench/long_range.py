@@ -20,10 +20,10 @@ Measures, each the median of `--runs` (5):
    (1-3 against `flamewatch all` at its defaults, on the data directory)
 4. the extra storage of pre-merged trees: the block objects' bytes with trees over those without;
 5. the fleet's 7-day merge, warm, on 2 `flamewatch querier` replicas (the one queried started with
-   `--query.peers` naming the other's gRPC address) against 1, both on the data directory's storage
-   (its objects and its Postgres by DSN), each process with `--cache-bytes` (1 GiB); the 1-replica figure
-   always (a cache that holds the week's blocks, where `flamewatch all`'s 256 MiB does not), the
-   2-replica one when `flamewatch querier` has `--query.peers`;
+   `--query.peers` naming the other's gRPC address, and `--query.split-min-profiles 1` so that it splits
+   this merge whatever the default threshold says: the split itself is measured) against 1, both on the
+   data directory's storage (its objects and its Postgres by DSN), each process with `--cache-bytes`
+   (1 GiB); the 1-replica figure always, the 2-replica one when `flamewatch querier` has `--query.peers`;
 6. when `flamewatch all` has `--query.workers`: the fleet's merge with `--query.workers 0` against its default.
 
 Each warm figure comes with the server's CPU per query and what its block cache held afterwards.
@@ -268,7 +268,8 @@ def replicas_phase(bench: Bench, variant: str, peers: bool) -> None:
         one.stop()
         if peers:
             peer = stack.querier(*cache)
-            queried = stack.querier(*cache, "--query.peers", peer.grpc)
+            # split whatever the default threshold says: this measures the split itself
+            queried = stack.querier(*cache, "--query.peers", peer.grpc, "--query.split-min-profiles", "1")
             warm_query(bench, variant, "fleet", queried, "fleet warm, 2 replicas", lambda: [queried.pid, peer.pid])
 
 

@@ -142,7 +142,7 @@ def query_limit_flags(p: Parser) -> None:
           "RESOURCE_EXHAUSTED saying how to narrow it, e.g. 2GiB (0: no limit)", dest="query_max_bytes",
           type=byte_size, default=QuerierConfig.max_bytes)
     p.add("--query.split-min-profiles", "a merge that reads at least this many profiles (a pre-merged tree of a "
-          "series' hour counting as 8) is split with the querier's peers (--query.peers) or query workers "
+          "series' hour counting as 4) is split with the querier's peers (--query.peers) or query workers "
           "(flamewatch all), cut by time into a piece each; smaller ones are read by the asked querier alone",
           dest="query_split_min_profiles", type=int, default=QuerierConfig.split_min_profiles)
     p.add("--query.max-bytes-tenant", "a tenant's own --query.max-bytes, TENANT=BYTES (e.g. acme=20GiB, or "

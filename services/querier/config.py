@@ -25,10 +25,11 @@ class QuerierConfig:
     query_timeout_s: float = 30.0  # per engine call, Postgres statements included; 0: unbounded
     max_bytes: int = 0  # of block objects one selection may read; 0: unbounded
     tenant_max_bytes: Mapping[str, int] = field(default_factory=dict)  # tenants' own max_bytes
-    # a merge reading fewer profiles (a tree counting as 8) is read by the asked querier alone: a split
-    # costs about 30 ms before any piece starts (the index's counts, the peer's own lookups) and a third
-    # more CPU, while 100,000 profiles take 25-150 ms to merge (0.25-1.5 us each, bench/README.md
-    # "Long ranges"; a fleet's week over trees, 67,200 by this count, answers as fast from one querier)
+    # a merge reading fewer profiles (a tree counting as `fanout.TREE_COST`, 4) is read by the asked querier
+    # alone: a split costs about 30 ms before any piece starts (the index's counts, the peer's own lookups)
+    # and a third more CPU, while 100,000 profiles take 25-150 ms to merge (0.25-1.5 us each, bench/README.md
+    # "Long ranges"; a fleet's week over trees, 16,800 trees or 67,200 by this count, answers as fast from
+    # one querier)
     split_min_profiles: int = 100_000
 
     def max_bytes_of(self, tenant: Tenants) -> int:

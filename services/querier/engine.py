@@ -277,9 +277,14 @@ class Querier:
         """The merge of the matching profiles; with `profiles`, of only those (series id, time) pairs."""
         sel = self._select(tenant, query, start, end)
         if profiles is None and self.peers is not None:
-            split = self._split(tenant, query, sel, start, end, granularity)
+            # the plan weighs the merge for the split; one not split is read from it, with no second look
+            plan = self._plan(sel, start, end)
+            split = self._split(tenant, query, sel, start, end, granularity, plan)
             if split is not None:
                 return split
+            symbols = self._symbols(tenant)
+            return self._answer(sel, [self._planned(tenant, sel, start, end, None, granularity, symbols, plan)],
+                                symbols)
         symbols = self._symbols(tenant)
         return self._answer(sel, [self._selected(tenant, sel, start, end, granularity, profiles, symbols)], symbols)
 
@@ -402,24 +407,25 @@ class Querier:
         by_tree = self._by_tree(rows, r.row_filter, objects, span)
         return Piece(combine(self.read_partials(r, by_tree, granularity, symbols)), self._profiles(r))
 
-    def _planned(self, tenant: Tenants, sel: Selection, start: int, end: int,
-                 divisors: tuple[np.ndarray, np.ndarray] | None, granularity: str,
-                 symbols: QuerySymbols | None) -> Piece:
-        """The selection merged over [start, end]: the index rows that lie in its whole hours in blocks with
-        pre-merged trees from those trees, never sending a row per profile (`index.merge_plan`), the
-        profiles of the other rows as `_read` reads them; a gauge's values divided by `divisors` (series
-        ids, ascending, and their profiles over a whole range that was split) or else by its series'
-        profiles here."""
+    def _plan(self, sel: Selection, start: int, end: int) -> index.MergePlan:
+        """What merging the selection over [start, end] reads (`index.merge_plan`): every profile listed
+        when no pre-merged tree can answer (no trees source, or no whole hour in the range)."""
         ids = [s.id for s in sel.series]
         span = whole_span(start, end)
         if self.trees is None or span is None:
-            rows = index.merge_rows(self.db, ids, start, end)
-            if divisors is None:
-                return self._read(tenant, rows, sel, _gauge_divisors(rows) if sel.profile_type.is_gauge else None,
-                                  granularity, (start, end), symbols)
-            return self._read(tenant, rows, sel, _divisors_of(rows, *divisors), granularity, (start, end), symbols)
+            return index.MergePlan(index.WholeRows.empty(), index.merge_rows(self.db, ids, start, end))
         tree_series = [s.id for s in sel.series if sel.series_filter[s.id] == 0] if sel.by_samples else None
-        plan = index.merge_plan(self.db, ids, start, end, span, tree_series)
+        return index.merge_plan(self.db, ids, start, end, span, tree_series)
+
+    def _planned(self, tenant: Tenants, sel: Selection, start: int, end: int,
+                 divisors: tuple[np.ndarray, np.ndarray] | None, granularity: str,
+                 symbols: QuerySymbols | None, plan: index.MergePlan | None = None) -> Piece:
+        """The selection merged over [start, end] by its plan (`_plan`, made here when not given): the
+        index rows that lie in its whole hours in blocks with pre-merged trees from those trees, never
+        sending a row per profile, the profiles of the other rows from their blocks (their whole hours
+        from trees too); a gauge's values divided by `divisors` (series ids, ascending, and their profiles
+        over a whole range that was split) or else by its series' profiles here."""
+        plan = plan if plan is not None else self._plan(sel, start, end)
         rows, whole = plan.rows, plan.whole
         if sel.profile_type.is_gauge:  # a series the asker did not count (stored since) is counted here
             here = _series_profiles(rows, whole)
@@ -445,11 +451,11 @@ class Querier:
         return Piece(combine(partials), (self._profiles(r) if len(rows) else 0) + int(whole.count.sum()))
 
     def _split(self, tenant: Tenants, query: str, sel: Selection, start: int, end: int,
-               granularity: str) -> Merged | None:
-        """The merge cut in time with the peers (`fanout`), once the index's counts hold it within the
+               granularity: str, plan: index.MergePlan) -> Merged | None:
+        """The merge cut in time with the peers (`fanout`), once its plan's counts hold it within the
         tenant's cost limit; None when it would read too little to split or no peer is live."""
         assert self.peers is not None
-        counts = index.profile_counts(self.db, [s.id for s in sel.series], start, end)
+        counts = plan.counts()
         blocks, block_of = np.unique(counts.block_id, return_inverse=True)
         objects = index.block_objects(self.db, blocks.tolist())
         cost.check(cost.cost_of_counts(counts, {b: o.bytes for b, o in objects.items()}),

@@ -284,3 +284,14 @@ def test_a_merge_plan_takes_rows_in_whole_hours_of_blocks_with_trees_whole_and_s
     assert profiles_of(nothing_whole.rows) == profiles_of(index.merge_rows(db, list(ids.values()), h0 + S,
                                                                            h0 + hour + 2 * S))
     assert len(index.merge_plan(db, [], 0, 2**62, span).whole) == 0
+    for (start, end), whole_span in (((h0 - 5 * S, h0 + hour + 2 * S), span),
+                                     ((h0 + S, h0 + hour + 2 * S), (h0 + hour, h0 + hour - 1)),
+                                     ((0, 2**62), (h0, h0 + 2 * hour - 1))):
+        # a plan's counts are what the index counts (a split weighs a merge by them)
+        assert by_row(index.merge_plan(db, list(ids.values()), start, end, whole_span).counts()) == by_row(
+            index.profile_counts(db, list(ids.values()), start, end)), (start, end)
+
+
+def by_row(counts: index.EntryCounts) -> dict:
+    return {(s, b): (int(c), int(f), int(la)) for s, b, c, f, la in zip(
+        counts.series_id.tolist(), counts.block_id.tolist(), counts.count, counts.first, counts.last)}

@@ -455,6 +455,10 @@ class Querier:
         """The merge cut in time with the peers (`fanout`), once its plan's counts hold it within the
         tenant's cost limit; None when it would read too little to split or no peer is live."""
         assert self.peers is not None
+        w = plan.whole  # an upper bound of the work first, from the plan alone: the listed profiles as profiles
+        upper = fanout.entry_work(w.first, w.last, w.count, np.ones(len(w), bool)).sum() + len(plan.rows)
+        if int(upper) < self.peers.min_profiles:
+            return None
         counts = plan.counts()
         blocks, block_of = np.unique(counts.block_id, return_inverse=True)
         objects = index.block_objects(self.db, blocks.tolist())

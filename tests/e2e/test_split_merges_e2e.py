@@ -135,9 +135,15 @@ def test_flamewatch_all_splits_long_merges_with_a_worker_that_ends_with_it(tmp_p
         process.send_signal(signal.SIGKILL)  # no SIGTERM reaches the worker: it sees its parent gone
         process.wait(10)
         wait_for(lambda: not _alive(worker), 30, "the worker to end after flamewatch all was killed", log)
+        starts = log.read_text().count("query workers: 1 started")
         process = start_all(tmp_path, config, http_port, grpc_port, "--compaction.interval", "0")
         ready()
+        # at the default --query.split-min-profiles these merges are too small to split: read by `all`
+        # alone, from its one plan, with no worker started for them
+        assert answers(url, windows) == alone
+        assert metric(url, "flamewatch_querier_split_pieces_total") == 0
         assert stop(process) == 0, log.read_text()  # and its embedded Postgres with it
+        assert log.read_text().count("query workers: 1 started") == starts
     finally:
         if process.poll() is None:
             assert stop(process) == 0, log.read_text()

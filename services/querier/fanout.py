@@ -1,8 +1,9 @@
 """Long merges split between querier replicas: more processes, more cores, more cache.
 
-The asking querier finds the query's series and asks the index how many profiles each of its rows
-(a series in a block) holds in the range (`index.profile_counts`: a row per series and block, not per
-profile), which is enough to hold the query to the tenant's cost limit and to weigh it. A merge that
+The asking querier finds the query's series and plans the merge (`index.merge_plan`: the index rows it
+takes whole from pre-merged trees, the profiles of the others), whose counts per row (a series in a
+block, `MergePlan.counts`) are enough to hold the query to the tenant's cost limit and to weigh it; a
+merge not split is read from that same plan. A merge that
 would read at least `--query.split-min-profiles` (a pre-merged tree counting as `TREE_COST` profiles) is
 cut in time (`cut_times`) into one piece per live peer and one for itself, of about equal work, at
 whole hours so no series' hour is read by two. Each piece is merged where it is sent, from the index to

@@ -147,7 +147,7 @@ def block_rows(db: Database, block_ids: Sequence[str]) -> ProfileRows:
     with db.connection() as conn:
         found = conn.execute("SELECT series_id, block_id, times, rows, totals, hashes FROM index_series"
                              " WHERE block_id = ANY(%s)", (list(block_ids),)).fetchall()
-    rows = _unpack(found)
+    rows = unpack_rows(found)
     return rows.take(np.lexsort((rows.row, rows.block))) if len(rows) else rows
 
 
@@ -333,7 +333,7 @@ class ProfileRows:
 _IN_RANGE = "FROM index_series WHERE series_id = ANY(%(ids)s) AND max_time >= %(start)s AND min_time <= %(end)s"
 
 
-def _range_params(series_ids: Sequence[int], start: int, end: int) -> dict:
+def range_params(series_ids: Sequence[int], start: int, end: int) -> dict:
     return {"ids": list(series_ids), "start": start, "end": end}
 
 
@@ -342,10 +342,10 @@ def profile_rows(db: Database, series_ids: Sequence[int], start: int, end: int) 
     with db.connection() as conn:
         found = conn.execute(
             "SELECT series_id, block_id, times, rows, totals, hashes " + _IN_RANGE,
-            _range_params(series_ids, start, end),
+            range_params(series_ids, start, end),
             binary=True,  # the packed arrays as they are, not hex text
         ).fetchall()
-    rows = _unpack(found)
+    rows = unpack_rows(found)
     keep = np.flatnonzero((rows.time >= start) & (rows.time <= end))
     # Postgres returns the rows in no set order: sort fully, so a float (gauge) sum adds in one order.
     return rows.take(keep[_time_block_row_order(rows.time[keep], rows.block[keep], rows.row[keep])])
@@ -358,88 +358,10 @@ def merge_rows(db: Database, series_ids: Sequence[int], start: int, end: int) ->
     merge does not use: a third of what a week of a fleet's rows would otherwise send and unpack."""
     with db.connection() as conn:
         found = conn.execute("SELECT series_id, block_id, times, rows " + _IN_RANGE,
-                             _range_params(series_ids, start, end), binary=True).fetchall()
-    rows = _unpack(sorted(found, key=itemgetter(1, 0)))  # by block, then series
+                             range_params(series_ids, start, end), binary=True).fetchall()
+    rows = unpack_rows(sorted(found, key=itemgetter(1, 0)))  # by block, then series
     inside = (rows.time >= start) & (rows.time <= end)
     return rows if inside.all() else rows.take(np.flatnonzero(inside))
-
-
-@dataclass(frozen=True)
-class WholeRows:
-    """Index rows (one series' profiles in one block) that a merge takes whole, each lying in whole hours
-    of its range in a block with pre-merged trees: the trees of that series in that block answer it,
-    so its profiles' times and rows are never sent (a fleet's week is a million profiles, but only
-    16,800 such rows)."""
-
-    series_id: np.ndarray  # int64
-    fingerprint: np.ndarray  # int64: the series' fingerprint, by which the block's trees name it
-    block: np.ndarray  # int32, index into `blocks`
-    count: np.ndarray  # int64: the series' profiles in the block
-    first: np.ndarray  # int64 ns: the series' first and last profile times in the block
-    last: np.ndarray
-    blocks: np.ndarray  # str: block ids, sorted and distinct
-
-    @classmethod
-    def empty(cls) -> WholeRows:
-        none = np.zeros(0, np.int64)
-        return cls(none, none, np.zeros(0, np.int32), none, none, none, np.zeros(0, str))
-
-    def __len__(self) -> int:
-        return len(self.series_id)
-
-
-@dataclass(frozen=True)
-class MergePlan:
-    """What a merge over a range reads: the index rows it takes whole from pre-merged trees, and every
-    profile of the other rows, as `merge_rows` gives them."""
-
-    whole: WholeRows
-    rows: ProfileRows
-
-    def counts(self) -> EntryCounts:
-        """Per index row, its profiles in the range and their first and last times, as `profile_counts`
-        gives them (in no set order): the whole rows as they are, the listed profiles counted per row."""
-        r = self.rows
-        order = np.lexsort((r.series_id, r.block))
-        block, series, time = r.block[order], r.series_id[order], r.time[order]
-        starts = np.flatnonzero(np.r_[True, (block[1:] != block[:-1]) | (series[1:] != series[:-1])]) \
-            if len(order) else np.zeros(0, np.int64)
-        w = self.whole
-        return EntryCounts(
-            np.concatenate([w.series_id, series[starts]]),
-            np.concatenate([w.blocks[w.block], r.blocks[block[starts]]]).astype(str),
-            np.concatenate([w.first, np.minimum.reduceat(time, starts) if len(starts) else starts]),
-            np.concatenate([w.last, np.maximum.reduceat(time, starts) if len(starts) else starts]),
-            np.concatenate([w.count, np.diff(np.r_[starts, len(time)]).astype(np.int64)]))
-
-
-def merge_plan(db: Database, series_ids: Sequence[int], start: int, end: int, whole_span: tuple[int, int],
-               tree_series: Sequence[int] | None = None) -> MergePlan:
-    """`merge_rows`, except for the index rows in blocks with pre-merged trees whose every profile lies in
-    `whole_span` (the whole hours of [start, end]), of `tree_series` only when given: those come as
-    `WholeRows`, without a row per profile."""
-    whole = "coalesce(b.trees, false) AND i.min_time >= %(lo)s AND i.max_time <= %(hi)s"
-    params = {**_range_params(series_ids, start, end), "lo": whole_span[0], "hi": whole_span[1]}
-    if tree_series is not None:
-        whole += " AND i.series_id = ANY(%(trees)s)"
-        params["trees"] = list(tree_series)
-    with db.connection() as conn:
-        found = conn.execute(
-            "SELECT i.series_id, i.block_id, s.fingerprint, i.profiles, w.whole,"
-            " CASE WHEN w.whole THEN NULL ELSE i.times END, CASE WHEN w.whole THEN NULL ELSE i.rows END,"
-            " i.min_time, i.max_time"
-            " FROM index_series i JOIN series s ON s.id = i.series_id LEFT JOIN blocks b ON b.id = i.block_id"
-            f" CROSS JOIN LATERAL (SELECT {whole} AS whole) w"
-            " WHERE i.series_id = ANY(%(ids)s) AND i.max_time >= %(start)s AND i.min_time <= %(end)s",
-            params, binary=True).fetchall()
-    taken = [r for r in found if r[4]]
-    columns = list(zip(*taken)) or [()] * 9
-    blocks, block = np.unique(np.array(columns[1], str), return_inverse=True)
-    rows = _unpack(sorted(((r[0], r[1], r[5], r[6]) for r in found if not r[4]), key=itemgetter(1, 0)))
-    inside = (rows.time >= start) & (rows.time <= end)
-    series, fingerprint, count, first, last = (np.array(columns[i], np.int64) for i in (0, 2, 3, 7, 8))
-    return MergePlan(WholeRows(series, fingerprint, block.reshape(-1).astype(np.int32), count, first, last, blocks),
-                     rows if inside.all() else rows.take(np.flatnonzero(inside)))
 
 
 @dataclass(frozen=True)
@@ -465,7 +387,7 @@ def profile_counts(db: Database, series_ids: Sequence[int], start: int, end: int
         found = conn.execute(
             "SELECT series_id, block_id, min_time, max_time, profiles,"
             " CASE WHEN min_time < %(start)s OR max_time > %(end)s THEN times END " + _IN_RANGE,
-            _range_params(series_ids, start, end), binary=True,
+            range_params(series_ids, start, end), binary=True,
         ).fetchall()
     columns = list(zip(*found)) or [()] * 6
     series, first, last, count = (np.array(columns[i], np.int64) for i in (0, 2, 3, 4))
@@ -484,7 +406,7 @@ def profile_totals(db: Database, series_ids: Sequence[int], start: int, end: int
     time series need, read without the columns that say where each profile is stored (`block_id` is
     "" and `row` -1 throughout; use `profile_rows` to read the profiles themselves)."""
     with db.connection() as conn:
-        found = conn.execute("SELECT series_id, times, totals " + _IN_RANGE, _range_params(series_ids, start, end),
+        found = conn.execute("SELECT series_id, times, totals " + _IN_RANGE, range_params(series_ids, start, end),
                              binary=True).fetchall()
     counts = [len(times) // _TIME.itemsize for _, times, _ in found]
     time = _column([t for _, t, _ in found], _TIME)
@@ -510,7 +432,7 @@ def nearest_profile(db: Database, series_ids: Sequence[int], time_ns: int) -> Pr
             f" UNION ALL ({cols} AND min_time > %(t)s ORDER BY min_time LIMIT 1)",
             {"ids": list(series_ids), "t": time_ns},
         ).fetchall()
-    rows = _unpack(found)
+    rows = unpack_rows(found)
     if not len(rows):
         return rows
     # |time - time_ns| without int64 overflow at either end of the range: exact in uint64 on each side.
@@ -599,7 +521,7 @@ def _time_block_row_order(time: np.ndarray, block_rank: np.ndarray, row: np.ndar
     return np.lexsort((row, block_rank, time))
 
 
-def _unpack(found: list[tuple]) -> ProfileRows:
+def unpack_rows(found: list[tuple]) -> ProfileRows:
     """block_series rows (series_id, block_id, times, rows[, totals, hashes]) as one profile per element;
     totals and content hashes 0 where the rows do not carry them."""
     counts = [len(r[2]) // _TIME.itemsize for r in found]

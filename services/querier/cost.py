@@ -20,7 +20,8 @@ import numpy as np
 from flamewatch.rpc.errors import CostLimitExceeded
 from flamewatch.rpc.tenant import Tenants, tenant_ids
 from flamewatch.storage.frames import run_firsts
-from flamewatch.storage.index import EntryCounts, ProfileRows, WholeRows
+from flamewatch.storage.index import EntryCounts, ProfileRows
+from flamewatch.storage.mergeplan import WholeRows
 
 
 @dataclass(frozen=True)

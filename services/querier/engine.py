@@ -4,7 +4,7 @@ Merging follows DESIGN's query path: selector → series ids → profile rows gr
 fetched in parallel through the cache → per block, values summed per stack node with numpy → one call
 tree keyed by function path. The rows go to tree sources (`sources`): a series' hours that a merge
 takes whole, in blocks compacted with pre-merged trees, to those trees (`premerged`; a series' whole
-row of a block in whole hours is never even listed per profile, `index.merge_plan`), the other rows to
+row of a block in whole hours is never even listed per profile, `mergeplan.merge_plan`), the other rows to
 the blocks' profiles; one function combines their partial trees, and every read of blocks is first
 held to the tenant's cost limit (`cost`). Gauges (in-use memory, goroutines) are averaged over time
 per series and summed across series; everything else is summed.
@@ -32,6 +32,14 @@ from flamewatch.querier.config import QuerierConfig
 from flamewatch.querier.cost import QueryCost
 from flamewatch.querier.fanout import Peers, Piece
 from flamewatch.querier.formats.pprof import render_pprof
+from flamewatch.querier.gauges import (
+    divisors_of,
+    filled,
+    gauge_divisors,
+    gauge_weights,
+    series_divisors,
+    series_profiles,
+)
 from flamewatch.querier.heatmap import ProfileValues, Samples
 from flamewatch.querier.merging import (
     Rows,
@@ -47,7 +55,7 @@ from flamewatch.querier.symbolization import QuerySymbols, Symbolization
 from flamewatch.rpc.disconnect import caller_gone
 from flamewatch.rpc.errors import NotFoundError
 from flamewatch.rpc.tenant import Tenants
-from flamewatch.storage import index
+from flamewatch.storage import index, mergeplan
 from flamewatch.storage.index import ProfileRows, Series
 from flamewatch.storage.postgres import Database
 
@@ -242,7 +250,7 @@ class Querier:
         """Totals read from the blocks: some samples are filtered out, or groups split by sample labels."""
         rows = index.profile_rows(self.db, [s.id for s in sel.series], start, end)
         bucket = steps.buckets(rows.time, start, step)
-        weights = steps.step_gauge_weights(rows, bucket) if sel.profile_type.is_gauge else None
+        weights = steps.stepgauge_weights(rows, bucket) if sel.profile_type.is_gauge else None
         owner, sample_labels, values = sample_values(self.blocks, self._rows(tenant, rows, sel, weights), by_sample)
         by_series = [g for g in group_by if g not in by_sample]
         ids = np.array([s.id for s in sel.series], np.int64)
@@ -310,7 +318,7 @@ class Querier:
         # in block order: a merge adds exactly (integers, gauges' exact shares), so any set order will do
         rows = index.merge_rows(self.db, [s.id for s in sel.series], start, end)
         rows = rows.take(np.flatnonzero(_is_one_of(rows, profiles)))
-        divisors = _gauge_divisors(rows) if sel.profile_type.is_gauge else None
+        divisors = gauge_divisors(rows) if sel.profile_type.is_gauge else None
         return self._read(tenant, rows, sel, divisors, granularity, None, symbols)
 
     @_bounded
@@ -357,7 +365,7 @@ class Querier:
         else:
             sel = self._select(tenant, query, start, end)
             rows = index.profile_rows(self.db, [s.id for s in sel.series], start, end)
-        weights = _gauge_weights(rows) if sel.profile_type.is_gauge and time_ns is None else None
+        weights = gauge_weights(rows) if sel.profile_type.is_gauge and time_ns is None else None
         r = self._rows(tenant, rows, sel, weights)
         symbols = self._symbols(tenant)
         gathered, header, named = self.source.profile(r, symbols)
@@ -407,19 +415,19 @@ class Querier:
         by_tree = self._by_tree(rows, r.row_filter, objects, span)
         return Piece(combine(self.read_partials(r, by_tree, granularity, symbols)), self._profiles(r))
 
-    def _plan(self, sel: Selection, start: int, end: int) -> index.MergePlan:
-        """What merging the selection over [start, end] reads (`index.merge_plan`): every profile listed
+    def _plan(self, sel: Selection, start: int, end: int) -> mergeplan.MergePlan:
+        """What merging the selection over [start, end] reads (`mergeplan.merge_plan`): every profile listed
         when no pre-merged tree can answer (no trees source, or no whole hour in the range)."""
         ids = [s.id for s in sel.series]
         span = whole_span(start, end)
         if self.trees is None or span is None:
-            return index.MergePlan(index.WholeRows.empty(), index.merge_rows(self.db, ids, start, end))
+            return mergeplan.MergePlan(mergeplan.WholeRows.empty(), index.merge_rows(self.db, ids, start, end))
         tree_series = [s.id for s in sel.series if sel.series_filter[s.id] == 0] if sel.by_samples else None
-        return index.merge_plan(self.db, ids, start, end, span, tree_series)
+        return mergeplan.merge_plan(self.db, ids, start, end, span, tree_series)
 
     def _planned(self, tenant: Tenants, sel: Selection, start: int, end: int,
                  divisors: tuple[np.ndarray, np.ndarray] | None, granularity: str,
-                 symbols: QuerySymbols | None, plan: index.MergePlan | None = None) -> Piece:
+                 symbols: QuerySymbols | None, plan: mergeplan.MergePlan | None = None) -> Piece:
         """The selection merged over [start, end] by its plan (`_plan`, made here when not given): the
         index rows that lie in its whole hours in blocks with pre-merged trees from those trees, never
         sending a row per profile, the profiles of the other rows from their blocks (their whole hours
@@ -428,10 +436,10 @@ class Querier:
         plan = plan if plan is not None else self._plan(sel, start, end)
         rows, whole = plan.rows, plan.whole
         if sel.profile_type.is_gauge:  # a series the asker did not count (stored since) is counted here
-            here = _series_profiles(rows, whole)
-            divisors = here if divisors is None else _filled(divisors, here)
-        row_divisors = None if divisors is None else _divisors_of(rows, *divisors)
-        whole_divisors = None if divisors is None else _series_divisors(whole.series_id, *divisors)
+            here = series_profiles(rows, whole)
+            divisors = here if divisors is None else filled(divisors, here)
+        row_divisors = None if divisors is None else divisors_of(rows, *divisors)
+        whole_divisors = None if divisors is None else series_divisors(whole.series_id, *divisors)
         objects = index.block_objects(self.db, np.union1d(rows.used_blocks()[0], whole.blocks).tolist())
         cost.check(cost.cost_of(rows, {b: o.bytes for b, o in objects.items()}, whole),
                    self.config.max_bytes_of(tenant), tenant)
@@ -451,7 +459,7 @@ class Querier:
         return Piece(combine(partials), (self._profiles(r) if len(rows) else 0) + int(whole.count.sum()))
 
     def _split(self, tenant: Tenants, query: str, sel: Selection, start: int, end: int,
-               granularity: str, plan: index.MergePlan) -> Merged | None:
+               granularity: str, plan: mergeplan.MergePlan) -> Merged | None:
         """The merge cut in time with the peers (`fanout`), once its plan's counts hold it within the
         tenant's cost limit; None when it would read too little to split or no peer is live."""
         assert self.peers is not None
@@ -562,46 +570,3 @@ def _absent_labels(series: list[Series], group_by: Sequence[str]) -> list[str]:
     present = {name for s in series for name in s.labels}
     return [f'group_by: no matching series or sample has the label "{name}", so it does not split them'
             for name in group_by if series and name not in present]
-
-
-def _gauge_weights(rows: ProfileRows) -> np.ndarray:
-    """Average over time within each series: each profile weighs 1 / (profiles of its series)."""
-    return 1.0 / _gauge_divisors(rows)
-
-
-def _gauge_divisors(rows: ProfileRows) -> np.ndarray:
-    """The profiles of each row's series: what a gauge's values are divided by (`_gauge_weights`)."""
-    _, inverse, counts = np.unique(rows.series_id, return_inverse=True, return_counts=True)
-    return counts[inverse.reshape(-1)].astype(np.int64)
-
-
-def _series_profiles(rows: ProfileRows, whole: index.WholeRows) -> tuple[np.ndarray, np.ndarray]:
-    """The series of a merge's profile rows and whole index rows (ascending), and each one's profiles."""
-    series, at = np.unique(np.concatenate([rows.series_id, whole.series_id]), return_inverse=True)
-    counts = np.concatenate([np.ones(len(rows), np.int64), whole.count])
-    return series, np.bincount(at.reshape(-1), weights=counts, minlength=len(series)).astype(np.int64)
-
-
-def _filled(given: tuple[np.ndarray, np.ndarray], here: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Divisors per series (ascending): those `given`, and for the series they lack, those counted `here`."""
-    series = np.union1d(given[0], here[0])
-    profiles = np.zeros(len(series), np.int64)
-    profiles[np.searchsorted(series, here[0])] = here[1]
-    profiles[np.searchsorted(series, given[0])] = given[1]
-    return series, profiles
-
-
-def _series_divisors(series_id: np.ndarray, series: np.ndarray, profiles: np.ndarray) -> np.ndarray:
-    """The divisor of each whole index row's series, every one of them among `series` (ascending)."""
-    return profiles[np.searchsorted(series, series_id)].astype(np.int64)
-
-
-def _divisors_of(rows: ProfileRows, series: np.ndarray, profiles: np.ndarray) -> np.ndarray:
-    """Each row's divisor from its series' profiles over a whole range (`series` ascending); a series
-    the counts did not see (its profiles arrived since) counts its rows here."""
-    at = np.minimum(np.searchsorted(series, rows.series_id), max(len(series) - 1, 0))
-    known = (series[at] == rows.series_id) if len(series) else np.zeros(len(rows), bool)
-    out = np.where(known, profiles[at] if len(series) else 0, 0)
-    if not known.all():
-        out[~known] = _gauge_divisors(rows.take(np.flatnonzero(~known)))
-    return out.astype(np.int64)

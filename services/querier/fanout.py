@@ -1,6 +1,6 @@
 """Long merges split between querier replicas: more processes, more cores, more cache.
 
-The asking querier finds the query's series and plans the merge (`index.merge_plan`: the index rows it
+The asking querier finds the query's series and plans the merge (`mergeplan.merge_plan`: the index rows it
 takes whole from pre-merged trees, the profiles of the others), whose counts per row (a series in a
 block, `MergePlan.counts`) are enough to hold the query to the tenant's cost limit and to weigh it; a
 merge not split is read from that same plan. A merge that

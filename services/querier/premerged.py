@@ -10,7 +10,7 @@ gauges, divisors: see `shares`) apply to them as to the profiles' values.
 Whole index rows go further (`series_tree`): a (series, block) row of the index whose every profile lies
 in whole hours of the range, in a block with trees, is answered by that series' trees in the block (and
 the profiles of its hours too thin for a tree) without the index listing its profiles at all
-(`index.merge_plan`, `whole_span`): the rows hold the series' fingerprints instead of profile rows.
+(`mergeplan.merge_plan`, `whole_span`): the rows hold the series' fingerprints instead of profile rows.
 
 `whole_hours` is the engine's choice for listed rows; `PreMergedTrees` checks it again per block, whatever it is
 handed: a tree is read only when the rows given for it are every profile the block holds of that
@@ -68,7 +68,7 @@ class PreMergedTrees:
         return PartialTree(self.blocks.paths, sums, unnamed)
 
     def series_tree(self, rows: Rows, granularity: str, symbols: QuerySymbols | None) -> PartialTree:
-        """Whole index rows (`index.WholeRows`), each a series' every profile in a block: `rows.row` holds
+        """Whole index rows (`mergeplan.WholeRows`), each a series' every profile in a block: `rows.row` holds
         the series' fingerprints, read from the block's trees of those series (`series_entries`)."""
         sums, unnamed = path_sums(self.blocks, rows, granularity, symbols, read=series_entries)
         return PartialTree(self.blocks.paths, sums, unnamed)

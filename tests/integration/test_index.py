@@ -7,7 +7,7 @@ import numpy as np
 import psycopg
 import pytest
 
-from flamewatch.storage import index
+from flamewatch.storage import index, mergeplan
 from flamewatch.storage.index import BlockRecord, IndexEntry
 from flamewatch.storage.postgres import Database, PostgresConfig, migrations, open_database
 
@@ -269,26 +269,26 @@ def test_a_merge_plan_takes_rows_in_whole_hours_of_blocks_with_trees_whole_and_s
                        [entry("a", h0 + hour + i * S, i, 1) for i in range(4)])  # cut by the range's end
     ids = series_ids(db)
     span = (h0, h0 + hour - 1)
-    plan = index.merge_plan(db, list(ids.values()), h0 - 5 * S, h0 + hour + 2 * S, span)
+    plan = mergeplan.merge_plan(db, list(ids.values()), h0 - 5 * S, h0 + hour + 2 * S, span)
     whole = sorted(zip(plan.whole.series_id.tolist(), plan.whole.blocks[plan.whole.block].tolist(),
                        plan.whole.count.tolist(), plan.whole.fingerprint.tolist()))
     fp = {name: entry(name, 0, 0, 0).fingerprint for name in "ab"}
     assert whole == sorted([(ids["a"], "trees", 5, fp["a"]), (ids["b"], "trees", 1, fp["b"])])
     assert profiles_of(plan.rows) == sorted([(ids["a"], h0 + 10 * S, "plain", 0)] + [
         (ids["a"], h0 + hour + i * S, "late", i) for i in range(3)])  # the fourth is past the end
-    only_b = index.merge_plan(db, list(ids.values()), h0 - 5 * S, h0 + hour + 2 * S, span, tree_series=[ids["b"]])
+    only_b = mergeplan.merge_plan(db, list(ids.values()), h0 - 5 * S, h0 + hour + 2 * S, span, tree_series=[ids["b"]])
     assert only_b.whole.series_id.tolist() == [ids["b"]]
     assert len(only_b.rows) == 5 + 1 + 3  # a's rows of the trees block come as profiles
-    nothing_whole = index.merge_plan(db, list(ids.values()), h0 + S, h0 + hour + 2 * S, (h0 + hour, h0 + hour - 1))
+    nothing_whole = mergeplan.merge_plan(db, list(ids.values()), h0 + S, h0 + hour + 2 * S, (h0 + hour, h0 + hour - 1))
     assert len(nothing_whole.whole) == 0
     assert profiles_of(nothing_whole.rows) == profiles_of(index.merge_rows(db, list(ids.values()), h0 + S,
                                                                            h0 + hour + 2 * S))
-    assert len(index.merge_plan(db, [], 0, 2**62, span).whole) == 0
+    assert len(mergeplan.merge_plan(db, [], 0, 2**62, span).whole) == 0
     for (start, end), whole_span in (((h0 - 5 * S, h0 + hour + 2 * S), span),
                                      ((h0 + S, h0 + hour + 2 * S), (h0 + hour, h0 + hour - 1)),
                                      ((0, 2**62), (h0, h0 + 2 * hour - 1))):
         # a plan's counts are what the index counts (a split weighs a merge by them)
-        assert by_row(index.merge_plan(db, list(ids.values()), start, end, whole_span).counts()) == by_row(
+        assert by_row(mergeplan.merge_plan(db, list(ids.values()), start, end, whole_span).counts()) == by_row(
             index.profile_counts(db, list(ids.values()), start, end)), (start, end)
 
 

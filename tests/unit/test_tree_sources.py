@@ -8,7 +8,8 @@ from test_block_v2 import _many_profiles
 
 from flamewatch.querier.blocks import BlockCache
 from flamewatch.querier.calltree import totals
-from flamewatch.querier.engine import _gauge_weights, _joined
+from flamewatch.querier.engine import _joined
+from flamewatch.querier.gauges import gauge_weights
 from flamewatch.querier.merging import Rows, merge_blocks
 from flamewatch.querier.paths import PathIndex
 from flamewatch.querier.sources import LocalBlocks, PartialTree, TreeSource, combine
@@ -92,7 +93,7 @@ def test_gauge_partials_weighted_over_the_whole_range_combine_to_the_per_series_
     rows, series = every_row()
     index_rows = ProfileRows.of(series, np.arange(len(series)), rows.block_id.astype(str), rows.row,
                              np.zeros(len(series), np.int64), np.zeros(len(series), np.int64))
-    weights = _gauge_weights(index_rows)
+    weights = gauge_weights(index_rows)
     assert np.allclose(np.bincount(series, weights=weights), 1.0)  # each series' weights: one mean
     whole = merge_blocks(cache, rows.keys, rows.block_id, rows.row, weights)
     partials = [source.tree(part(rows, rows.block_id == key, weights), "functions", None) for key in "abc"]

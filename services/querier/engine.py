@@ -250,7 +250,7 @@ class Querier:
         """Totals read from the blocks: some samples are filtered out, or groups split by sample labels."""
         rows = index.profile_rows(self.db, [s.id for s in sel.series], start, end)
         bucket = steps.buckets(rows.time, start, step)
-        weights = steps.stepgauge_weights(rows, bucket) if sel.profile_type.is_gauge else None
+        weights = steps.step_gauge_weights(rows, bucket) if sel.profile_type.is_gauge else None
         owner, sample_labels, values = sample_values(self.blocks, self._rows(tenant, rows, sel, weights), by_sample)
         by_series = [g for g in group_by if g not in by_sample]
         ids = np.array([s.id for s in sel.series], np.int64)

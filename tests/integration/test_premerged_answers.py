@@ -116,3 +116,20 @@ def test_an_hour_with_a_late_profile_beside_its_block_reads_the_tree_and_the_lat
         from_trees = merged(querier, shape, trees=True)
         assert Counted.rows > 0
         assert exactly(from_trees) == exactly(merged(querier, shape, trees=False)), shape
+
+
+def test_a_gauge_over_time_read_from_the_blocks_equals_the_index_when_the_sample_filter_keeps_everything(
+        db, store, go_profiles) -> None:
+    # handler="" is a sample matcher (no series has the label) that every heap sample passes (they carry
+    # no labels): the totals are read from the blocks, a gauge weighed per step, and must be the index's
+    fill(db, store, go_profiles)
+    querier = Querier(db, BlockCache(store, 1 << 30, 2, PathIndex()), QuerierConfig())
+    start, end = WHOLE
+
+    def points(selector: str) -> list:
+        series = querier.query_range(TENANT, HEAP + selector, start, end, 10 * MIN, ["instance"]).series
+        return sorted((tuple(sorted(s.labels.items())), s.timestamps.tolist(), s.values.tolist()) for s in series)
+
+    from_index = points("{}")
+    assert from_index and any(v for _, _, values in from_index for v in values)
+    assert points('{handler=""}') == from_index

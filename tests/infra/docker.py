@@ -196,10 +196,12 @@ def debian_image() -> str:
     if done.returncode != 0:
         raise DockerError(f"debootstrap {SUITE} from {mirror} failed: {(done.stderr or done.stdout)[-3000:]}")
     try:
-        tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
-        imported = subprocess.run([DOCKER, "import", "-", tag], stdin=tar.stdout, capture_output=True,
-                                  timeout=BUILD_TIMEOUT_S)
-        tar.wait()
+        # `with` closes this process's end of the pipe and waits for tar: an open pipe left to the garbage
+        # collector is a ResourceWarning, which the test run turns into an error (only on a first run, when
+        # the image is built)
+        with subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE) as tar:
+            imported = subprocess.run([DOCKER, "import", "-", tag], stdin=tar.stdout, capture_output=True,
+                                      timeout=BUILD_TIMEOUT_S)
         if imported.returncode != 0:
             raise DockerError(f"docker import of {rootfs}: {imported.stderr.decode(errors='replace')}")
     finally:

@@ -185,19 +185,24 @@ class Querier:
         return self._rows_and_objects(tenant, rows, sel, weights)[0]
 
     def _rows_and_objects(self, tenant: Tenants, rows: ProfileRows, sel: Selection, weights: np.ndarray | None,
-                          divisors: np.ndarray | None = None) -> tuple[Rows, dict[str, index.StoredObject]]:
-        """`_rows`, and what the index says of their blocks."""
-        found, objects = self._cost(rows)
+                          divisors: np.ndarray | None = None, whole: mergeplan.WholeRows | None = None
+                          ) -> tuple[Rows, dict[str, index.StoredObject]]:
+        """`_rows`, and what the index says of their blocks (and of those of the index rows a merge takes
+        `whole`, whose cost is checked with theirs)."""
+        found, objects = self._cost(rows, whole)
         cost.check(found, self.config.max_bytes_of(tenant), tenant)
         # keyed by the rows' block codes (`ProfileRows.blocks`): a million int32s, not a million ids
         keys = {code: objects[b].key for code, b in enumerate(rows.blocks.tolist()) if b in objects}
         row_filter = sel.row_filters(rows) if sel.by_samples else None  # None: every row's filter is the first
         return Rows(keys, rows.block, rows.row, weights, sel.filters, row_filter, divisors), objects
 
-    def _cost(self, rows: ProfileRows) -> tuple[QueryCost, dict[str, index.StoredObject]]:
-        """What reading the rows costs, and what the index says of their blocks: one statement of it."""
-        objects = index.block_objects(self.db, rows.used_blocks()[0].tolist())
-        return cost.cost_of(rows, {b: o.bytes for b, o in objects.items()}), objects
+    def _cost(self, rows: ProfileRows, whole: mergeplan.WholeRows | None = None
+              ) -> tuple[QueryCost, dict[str, index.StoredObject]]:
+        """What reading the rows (and the `whole` index rows) costs, and what the index says of their blocks:
+        one statement of it."""
+        blocks = rows.used_blocks()[0] if whole is None else np.union1d(rows.used_blocks()[0], whole.blocks)
+        objects = index.block_objects(self.db, blocks.tolist())
+        return cost.cost_of(rows, {b: o.bytes for b, o in objects.items()}, whole), objects
 
     # ------------------------------------------------------------------------------------ totals
 
@@ -440,14 +445,9 @@ class Querier:
             divisors = here if divisors is None else filled(divisors, here)
         row_divisors = None if divisors is None else divisors_of(rows, *divisors)
         whole_divisors = None if divisors is None else series_divisors(whole.series_id, *divisors)
-        objects = index.block_objects(self.db, np.union1d(rows.used_blocks()[0], whole.blocks).tolist())
-        cost.check(cost.cost_of(rows, {b: o.bytes for b, o in objects.items()}, whole),
-                   self.config.max_bytes_of(tenant), tenant)
-        keys = {code: objects[b].key for code, b in enumerate(rows.blocks.tolist()) if b in objects}
-        row_filter = sel.row_filters(rows) if sel.by_samples else None
-        r = Rows(keys, rows.block, rows.row, None if row_divisors is None else 1.0 / row_divisors, sel.filters,
-                 row_filter, row_divisors)
-        partials = self.read_partials(r, self._by_tree(rows, row_filter, objects, (start, end)), granularity,
+        r, objects = self._rows_and_objects(tenant, rows, sel, None if row_divisors is None else 1.0 / row_divisors,
+                                            row_divisors, whole)
+        partials = self.read_partials(r, self._by_tree(rows, r.row_filter, objects, (start, end)), granularity,
                                       symbols) if len(rows) else []
         if len(whole):
             w = Rows({code: objects[b].key for code, b in enumerate(whole.blocks.tolist()) if b in objects},
@@ -456,7 +456,7 @@ class Querier:
             partials.append(self.trees.series_tree(w, granularity, symbols))
         if not partials:
             partials = [self.source.tree(r, granularity, symbols)]
-        return Piece(combine(partials), (self._profiles(r) if len(rows) else 0) + int(whole.count.sum()))
+        return Piece(combine(partials), self._profiles(r) + int(whole.count.sum()))
 
     def _split(self, tenant: Tenants, query: str, sel: Selection, start: int, end: int,
                granularity: str, plan: mergeplan.MergePlan) -> Merged | None:

@@ -30,6 +30,9 @@ PROMETHEUS_VERSION := v0.316.0
 PROMETHEUS := $(CACHE)/bin/prometheus
 ETCD := /usr/bin/etcd
 PYTEST_ARGS ?=
+# pytest-xdist workers make test spreads the tests over (0: one process); most tests wait on servers they start,
+# so two keep both cores of a small machine busy. Which tests share a worker: tests/conftest.py.
+TEST_WORKERS ?= 2
 FUZZ_SECONDS ?= 600
 FUZZ_TARGETS ?=
 
@@ -218,7 +221,7 @@ run: deps
 
 test: test-deps $(HELM) $(KUBE_APISERVER) $(KUBE_NODE) $(COREDNS) $(CNI_PLUGINS) $(DOCKER_BUILDX) $(ALERTMANAGER) $(PROMETHEUS) $(ETCD) $(UI_BUILD) $(CHROMIUM) $(DEBUGINFOD) $(GPERFTOOLS) $(DOCKERD) \
 		$(DEBOOTSTRAP) $(COMPOSE) ui-test reader-test
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder $(PYTEST_ARGS)
 
 # The pprof reader's own Rust tests (the tree walk, distinct rows, varints), in its cargo build directory;
 # they link libpython, as the extension module built without pyo3's extension-module feature does.

@@ -87,6 +87,59 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         reasons = [f"uses {', '.join(_public_first(fixtures))} but is not marked @pytest.mark.{marker}"
                    for marker, fixtures in sorted(undeclared.items())]
         pytest.fail(f"{item.nodeid} " + "; ".join(reasons), pytrace=False)
+    shared = {group for name, group in _MARKED.items() if item.get_closest_marker(name)} | \
+        {group for name, group in _USING.items() if name in getattr(item, "fixturenames", ())}
+    for group in sorted(shared - {module_group(item.nodeid)}):
+        pytest.fail(f"{item.nodeid} shares what the group {group} holds: add {item.nodeid.split('::')[0]} to "
+                    f'ONE_WORKER["{group}"] in tests/conftest.py, so that no other worker runs it at the same time',
+                    pytrace=False)
+
+
+# `make test` spreads the tests over two pytest-xdist workers (`-n 2 --dist loadscope`) by module, so a
+# module's fixtures are set up once; the modules that share what is one per machine, or dear to set up,
+# run on one worker, one after another (`ONE_WORKER`, checked in `pytest_runtest_setup`). Modules go out
+# in collection order (`--no-loadscope-reorder`): the machine's long group first, the unit tests last.
+MACHINE = "docker-and-cluster"
+ONE_WORKER = {
+    # one Docker engine and its images, and the one-node cluster built on them (its network, its name)
+    MACHINE: ("tests/deploy/test_cluster_node.py", "tests/deploy/test_compose.py",
+              "tests/deploy/test_compose_secure.py", "tests/deploy/test_helm_cluster.py",
+              "tests/deploy/test_readme_helm.py"),
+    # the e2e session's regress_profiles: about a minute and a half of both cores
+    "regress": ("tests/e2e/test_changes_e2e.py", "tests/e2e/test_gate.py"),
+}
+_GROUP_OF = {module: group for group, modules in ONE_WORKER.items() for module in modules}
+_MARKED = {"docker": MACHINE, "cluster": MACHINE}  # a test with this marker is in that group
+_USING = {"regress_profiles": "regress"}  # a test using this fixture is in that group
+_ORDER = ("deploy", "e2e", "browser", "integration", "unit")
+
+
+def module_group(nodeid: str) -> str:
+    """What runs on one worker with the test `nodeid`: its `ONE_WORKER` group, else its module."""
+    module = nodeid.split("::")[0]
+    return _GROUP_OF.get(module, module)
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """pytest-xdist's `loadscope` by `module_group` instead of by module alone."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByGroup(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return module_group(nodeid)
+
+    return ByGroup(config, log)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The machine's group first, then the slower kinds of test before the quicker ones."""
+    def kind(item: pytest.Item) -> int:
+        parts = Path(item.nodeid.split("::")[0]).parts
+        return _ORDER.index(parts[1]) if len(parts) > 2 and parts[1] in _ORDER else len(_ORDER)
+    items.sort(key=lambda item: (module_group(item.nodeid) != MACHINE, kind(item)))
 
 
 def _public_first(fixtures: list[str]) -> list[str]:

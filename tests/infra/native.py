@@ -42,13 +42,19 @@ def build_c(name: str, *flags: str) -> NativeBinary:
     source = SOURCE_DIR / f"{name}.c"
     tag = hashlib.sha256((source.read_text() + " ".join(flags)).encode()).hexdigest()[:12]
     out = BINARY_DIR / f"{name}-{tag}"
-    binary, stripped, debug = out / name, out / "stripped" / name, out / f"{name}.debug"
-    if not (binary.is_file() and stripped.is_file() and debug.is_file()):
-        stripped.parent.mkdir(parents=True, exist_ok=True)
-        _run(["gcc", "-g", *flags, "-o", str(binary), str(source)])
-        _run(["strip", "-o", str(stripped), str(binary)])
-        _run(["objcopy", "--only-keep-debug", str(binary), str(debug)])
-    return NativeBinary(binary, stripped, debug)
+    if not out.is_dir():
+        # built beside it and renamed into place: a test in another process never runs a half-written binary
+        partial = out.with_name(f".{out.name}.{os.getpid()}.partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        (partial / "stripped").mkdir(parents=True)
+        _run(["gcc", "-g", *flags, "-o", str(partial / name), str(source)])
+        _run(["strip", "-o", str(partial / "stripped" / name), str(partial / name)])
+        _run(["objcopy", "--only-keep-debug", str(partial / name), str(partial / f"{name}.debug")])
+        try:
+            partial.rename(out)
+        except OSError:  # another process built it first
+            shutil.rmtree(partial, ignore_errors=True)
+    return NativeBinary(out / name, out / "stripped" / name, out / f"{name}.debug")
 
 
 def profile(binary: Path, seconds: float, out_dir: Path) -> tuple[Path, Path]:

@@ -47,11 +47,14 @@ def by_short_name(top: dict[str, tuple[int, int]]) -> dict[str, tuple[int, int]]
 def test_go_pprof_reads_cpu_profile(busy_thread, tmp_path: Path):
     path = tmp_path / "profile.pb.gz"
     path.write_bytes(profile_cpu(1))
-    top = by_short_name(gotool.pprof_top(path, "cpu"))
+    full = gotool.pprof_top(path, "cpu")
+    top = by_short_name(full)
     total = gotool.pprof_total(path, "cpu")
     flat, cum = top["burn_cpu_for_gotool"]
-    assert cum >= 0.8 * total > 0
-    assert top["run"][1] >= cum  # threading.Thread.run called it
+    # pytest-xdist's worker thread, sampled by wall clock (tests/unit/test_selfprofile.harness): its root's value
+    harness = max((c for name, (_, c) in full.items() if name.startswith("execnet.")), default=0)
+    assert cum >= 0.8 * (total - harness) > 0
+    assert full["threading.Thread.run"][1] >= cum  # it called it
     assert gotool.pprof_total(path, "samples") * 10_000_000 == total
 
 

@@ -47,6 +47,19 @@ class MergePlan:
     whole: WholeRows
     rows: ProfileRows
 
+    def within(self, start: int, end: int) -> MergePlan | None:
+        """The plan of a piece [start, end] of its range, cut at whole hours; None when a whole row lies
+        across a cut (a block longer than the piece's hours: its profiles were never listed)."""
+        w = self.whole
+        inside = (w.first >= start) & (w.last <= end)
+        if ((w.first <= end) & (w.last >= start) & ~inside).any():
+            return None
+        kept = np.flatnonzero(inside)
+        whole = WholeRows(w.series_id[kept], w.fingerprint[kept], w.block[kept], w.count[kept], w.first[kept],
+                          w.last[kept], w.blocks)
+        r = self.rows
+        return MergePlan(whole, r.take(np.flatnonzero((r.time >= start) & (r.time <= end))))
+
     def counts(self) -> EntryCounts:
         """Per index row, its profiles in the range and their first and last times, as `profile_counts`
         gives them (in no set order): the whole rows as they are, the listed profiles counted per row."""

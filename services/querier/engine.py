@@ -489,14 +489,16 @@ class Querier:
         return self._answer(sel, self.peers.pieces(
             tenant, pieces, peers,
             lambda piece: fanout.range_request(query, piece, granularity, symbols is not None, divisors),
-            lambda lo, hi: self._piece(tenant, sel, lo, hi, divisors, granularity, symbols), self.blocks.paths),
-            symbols)
+            lambda lo, hi: self._piece(tenant, sel, lo, hi, divisors, granularity, symbols, plan.within(lo, hi)),
+            self.blocks.paths), symbols)
 
     def _piece(self, tenant: Tenants, sel: Selection, start: int, end: int,
-               divisors: tuple[np.ndarray, np.ndarray] | None, granularity: str, symbols: QuerySymbols | None) -> Piece:
-        """The selection merged over [start, end], a piece of a split merge's range; a gauge's values
-        divided by `divisors` (series ids, ascending, and their profiles over the whole range)."""
-        return self._planned(tenant, sel, start, end, divisors, granularity, symbols)
+               divisors: tuple[np.ndarray, np.ndarray] | None, granularity: str, symbols: QuerySymbols | None,
+               plan: mergeplan.MergePlan | None = None) -> Piece:
+        """The selection merged over [start, end], a piece of a split merge's range, by `plan` when the
+        asker's plan of the whole range gives the piece's; a gauge's values divided by `divisors` (series
+        ids, ascending, and their profiles over the whole range)."""
+        return self._planned(tenant, sel, start, end, divisors, granularity, symbols, plan)
 
     def _by_tree(self, rows: ProfileRows, row_filter: np.ndarray | None, objects: dict[str, index.StoredObject],
                  span: tuple[int, int] | None) -> np.ndarray | None:

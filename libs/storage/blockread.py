@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
@@ -130,6 +131,9 @@ class BlockReader:
     def __init__(self, data: bytes):
         self.nbytes = len(data)
         self._file = pq.ParquetFile(pa.BufferReader(data))
+        # Queries share a cached block and read its sections on first use, so two may at once; pyarrow's
+        # ParquetFile is not safe for that ("ReadRangeCache did not find matching cache entry")
+        self._reading = threading.Lock()
         meta = json.loads((self._file.metadata.metadata or {}).get(META_KEY, b"null"))
         if meta["version"] not in READABLE_VERSIONS:
             raise ValueError(f"unsupported block format version {meta['version']}; this build reads versions "
@@ -144,11 +148,13 @@ class BlockReader:
             return pa.Table.from_arrays([pa.array([], SCHEMA.field(c).type) for c in columns], names=columns)
         tables = self.__dict__.get("_section_tables")  # while the symbols are decoded (`symbol_part`)
         if tables is None:
-            return self._own_rows(section, self._file.read_row_groups(groups, columns=columns))
+            with self._reading:
+                return self._own_rows(section, self._file.read_row_groups(groups, columns=columns))
         if section not in tables:
             prefix = SECTION_PREFIXES[section]
-            tables[section] = self._own_rows(section, self._file.read_row_groups(
-                groups, columns=[c for c in self._file.schema_arrow.names if c.startswith(prefix)]))
+            with self._reading:
+                tables[section] = self._own_rows(section, self._file.read_row_groups(
+                    groups, columns=[c for c in self._file.schema_arrow.names if c.startswith(prefix)]))
         return tables[section].select(columns)
 
     def _own_rows(self, section: str, table: pa.Table) -> pa.Table:
@@ -214,8 +220,9 @@ class BlockReader:
         cache = self.__dict__.setdefault("_lists", {})
         if group not in cache:
             names = ["nodes", "values"] if self.version == 1 else ["nodes", "values", "labelsets"]
-            table = self._own_rows("profiles", self._file.read_row_group(self._sections["profiles"][group],
-                                                                         columns=names)).combine_chunks()
+            with self._reading:
+                table = self._own_rows("profiles", self._file.read_row_group(self._sections["profiles"][group],
+                                                                             columns=names)).combine_chunks()
             nodes = table.column(0).chunk(0)
             offsets = nodes.offsets.to_numpy().astype(np.int64)
             sets = (table.column(2).chunk(0).flatten().to_numpy() if self.version >= 2

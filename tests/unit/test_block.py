@@ -7,6 +7,7 @@ tests hold whatever order the writer gives its de-duplicated tables.
 import io
 import json
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
@@ -18,6 +19,7 @@ from infra.stringtable import interner
 
 from flamewatch.api.perftools.profiles import profile_pb2 as pb
 from flamewatch.pprof import TypedProfile, decode, split, validate
+from flamewatch.storage import blockwrite
 from flamewatch.storage.blockread import BlockReader
 from flamewatch.storage.blockwrite import BlockEntry, write_block
 
@@ -269,3 +271,19 @@ def test_read_back_totals_equal_the_summed_node_values(rows):
     totals = reader.profiles.column("total").to_pylist()
     assert totals == [1 + 1, 2 + 3]
     assert int(node_values(reader, np.array(rows)).sum()) == sum(totals[r] for r in rows)
+
+
+def test_threads_reading_one_block_at_once_each_get_its_entries(monkeypatch: pytest.MonkeyPatch):
+    """Queries share a cached block, whose row groups are decoded on first use by whichever query comes
+    first: several at once too (pyarrow's ParquetFile is not safe to read from two threads; under load the
+    second raised "ReadRangeCache did not find matching cache entry")."""
+    monkeypatch.setattr(blockwrite, "PROFILE_GROUP_ENTRIES", 8)
+    profiles = [typed(build(SHARED, [[i + 1], [2], [3]]))[0] for i in range(600)]
+    data = write_block([entry(p, time_ns=1_000 + i) for i, p in enumerate(profiles)])
+    rows = np.arange(len(profiles))
+    expected = np.bincount(*BlockReader(data).sample_entries(rows)[1::2])
+    for _ in range(20):
+        reader = BlockReader(data)
+        with ThreadPoolExecutor(8) as pool:
+            for got in pool.map(lambda _: np.bincount(*reader.sample_entries(rows)[1::2]), range(8)):
+                np.testing.assert_array_equal(got, expected)

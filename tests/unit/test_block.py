@@ -281,9 +281,12 @@ def test_threads_reading_one_block_at_once_each_get_its_entries(monkeypatch: pyt
     profiles = [typed(build(SHARED, [[i + 1], [2], [3]]))[0] for i in range(600)]
     data = write_block([entry(p, time_ns=1_000 + i) for i, p in enumerate(profiles)])
     rows = np.arange(len(profiles))
-    expected = np.bincount(*BlockReader(data).sample_entries(rows)[1::2])
+
+    def node_sums(reader: BlockReader) -> np.ndarray:
+        return np.bincount(*reader.sample_entries(rows)[1::2])
+
+    expected = node_sums(BlockReader(data))
     for _ in range(20):
-        reader = BlockReader(data)
         with ThreadPoolExecutor(8) as pool:
-            for got in pool.map(lambda _: np.bincount(*reader.sample_entries(rows)[1::2]), range(8)):
+            for got in pool.map(node_sums, [BlockReader(data)] * 8):
                 np.testing.assert_array_equal(got, expected)

@@ -24,6 +24,8 @@ Measures, each the median of `--runs` (5):
    this merge whatever the default threshold says: the split itself is measured) against 1, both on the
    data directory's storage (its objects and its Postgres by DSN), each process with `--cache-bytes`
    (1 GiB); the 1-replica figure always, the 2-replica one when `flamewatch querier` has `--query.peers`;
+   and the replicas' capacity: 4 clients asking the same merge twice each at once, of one querier, then of
+   two at their defaults (no peers), each client's queries to each in turn, timed until every answer is in;
 6. when `flamewatch all` has `--query.workers`: the fleet's merge with `--query.workers 0` against its default.
 
 Each warm figure comes with the server's CPU per query and what its block cache held afterwards.
@@ -46,7 +48,9 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -260,17 +264,45 @@ def data_dir_stack(bench: Bench, variant: str) -> Iterator[DataDirStack]:
 
 
 def replicas_phase(bench: Bench, variant: str, peers: bool) -> None:
-    """The fleet's merge on one querier, then (with `peers`) on one that splits it with a second."""
+    """The fleet's merge on one querier, then (with `peers`) on one that splits it with a second; and
+    `LOAD_CLIENTS` clients asking it at once of one querier, then of two at their defaults in turn."""
     cache = ["--cache-bytes", str(REPLICA_CACHE_BYTES)]
     with phase(bench, f"{variant}: querier replicas"), data_dir_stack(bench, variant) as stack:
         one = stack.querier(*cache)
         warm_query(bench, variant, "fleet", one, "fleet warm, 1 replica")
+        load_rounds(bench, variant, [one], "fleet load, 1 replica")
         one.stop()
         if peers:
             peer = stack.querier(*cache)
             # split whatever the default threshold says: this measures the split itself
             queried = stack.querier(*cache, "--query.peers", peer.grpc, "--query.split-min-profiles", "1")
             warm_query(bench, variant, "fleet", queried, "fleet warm, 2 replicas", lambda: [queried.pid, peer.pid])
+            queried.stop()
+            peer.stop()
+        load_rounds(bench, variant, [stack.querier(*cache), stack.querier(*cache)], "fleet load, 2 replicas")
+
+
+LOAD_CLIENTS, LOAD_QUERIES = 4, 2  # clients asking at once in the load figure, and how many times each
+
+
+def load_rounds(bench: Bench, variant: str, services: list, label: str) -> None:
+    """`label`: the runs of a round of `LOAD_CLIENTS` clients asking the fleet's merge `LOAD_QUERIES` times
+    each, all at once, client i's k-th query to `services[(i + k) % len(services)]`, as a Service spreads
+    connections over replicas: the time until every answer is in."""
+    query = bench.query("fleet")
+    for service in services:
+        timed(service, query)  # fills its cache
+
+    def client(i: int) -> None:
+        for k in range(LOAD_QUERIES):
+            timed(services[(i + k) % len(services)], query)
+
+    def round_s() -> float:
+        with ThreadPoolExecutor(LOAD_CLIENTS) as pool:
+            started = time.perf_counter()
+            list(pool.map(client, range(LOAD_CLIENTS)))
+            return time.perf_counter() - started
+    bench.record(variant, label, [round_s() for _ in range(bench.args.runs)])
 
 
 def has_flag(command: str, flag: str) -> bool:
@@ -332,6 +364,16 @@ def replica_rows(bench: Bench, peers: bool) -> list[Row]:
     return [*rows, row(measure, [Goal("≤ 0.6x", 0.6)], [ratios["trees"]], *figures, {"ratio": ratios["trees"]})]
 
 
+def load_row(bench: Bench) -> Row:
+    one, two = "fleet load, 1 replica", "fleet load, 2 replicas"
+    ratios = {v: median_ms(bench, v, two) / median_ms(bench, v, one) for v in VARIANTS}
+    figures = [f"{ratios[v]:.2f}x ({spread(bench.times[v][two])} against {spread(bench.times[v][one])})"
+               for v in VARIANTS]
+    return Row(f"{LOAD_CLIENTS} clients asking the {bench.dataset.shape.fleet_days}-day fleet merge {LOAD_QUERIES} "
+               "times each at once: time to every answer with 2 querier replicas at their defaults (each client's "
+               "queries to each in turn) vs 1", "-", figures[0], None, note=figures[1])
+
+
 def workers_row(bench: Bench, workers: bool) -> Row | None:
     if not workers:
         return None
@@ -384,7 +426,7 @@ def main() -> None:
         replicas_phase(bench, variant, peers)
     if workers:
         workers_phase(bench)
-    rows = [*query_rows(bench), *storage_rows(bench), *replica_rows(bench, peers)]
+    rows = [*query_rows(bench), *storage_rows(bench), *replica_rows(bench, peers), load_row(bench)]
     rows += [r for r in [workers_row(bench, workers)] if r is not None]
     write(bench, rows, {"start": env_start, "end": report.environment()})
 

@@ -42,7 +42,8 @@ def build_c(name: str, *flags: str) -> NativeBinary:
     source = SOURCE_DIR / f"{name}.c"
     tag = hashlib.sha256((source.read_text() + " ".join(flags)).encode()).hexdigest()[:12]
     out = BINARY_DIR / f"{name}-{tag}"
-    if not out.is_dir():
+    built = NativeBinary(out / name, out / "stripped" / name, out / f"{name}.debug")
+    if not all(path.is_file() for path in (built.path, built.stripped, built.debug)):
         # built beside it and renamed into place: a test in another process never runs a half-written binary
         partial = out.with_name(f".{out.name}.{os.getpid()}.partial")
         shutil.rmtree(partial, ignore_errors=True)
@@ -50,11 +51,13 @@ def build_c(name: str, *flags: str) -> NativeBinary:
         _run(["gcc", "-g", *flags, "-o", str(partial / name), str(source)])
         _run(["strip", "-o", str(partial / "stripped" / name), str(partial / name)])
         _run(["objcopy", "--only-keep-debug", str(partial / name), str(partial / f"{name}.debug")])
+        if out.is_dir() and not built.debug.is_file():
+            shutil.rmtree(out)  # what a build interrupted before builds were renamed into place left
         try:
             partial.rename(out)
         except OSError:  # another process built it first
             shutil.rmtree(partial, ignore_errors=True)
-    return NativeBinary(out / name, out / "stripped" / name, out / f"{name}.debug")
+    return built
 
 
 def profile(binary: Path, seconds: float, out_dir: Path) -> tuple[Path, Path]:

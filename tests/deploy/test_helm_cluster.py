@@ -63,10 +63,25 @@ class Installed:
 
 
 def pods_ready(core: k8s.CoreV1Api, namespace: str) -> list[k8s.V1Pod] | None:
+    """Every pod of the namespace Ready, once every Deployment and StatefulSet has all of its pods: the
+    controllers create pods a while after `helm install` returns, later on a loaded machine, so Ready pods
+    alone can be an early few."""
+    if not workloads_complete(k8s.AppsV1Api(core.api_client), namespace):
+        return None
     pods = core.list_namespaced_pod(namespace).items
     ok = pods and all(any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])
                       for p in pods if p.status.phase != "Succeeded")
     return pods if ok else None
+
+
+def workloads_complete(apps: k8s.AppsV1Api, namespace: str) -> bool:
+    workloads = [*apps.list_namespaced_deployment(namespace).items,
+                 *apps.list_namespaced_stateful_set(namespace).items]
+    def complete(w) -> bool:
+        wanted = 1 if w.spec.replicas is None else w.spec.replicas
+        return ((w.status.observed_generation or 0) >= w.metadata.generation
+                and (w.status.ready_replicas or 0) == wanted and (w.status.updated_replicas or 0) == wanted)
+    return all(complete(w) for w in workloads)
 
 
 def install(node: KubeNode, release: str, images: dict[str, str], *values: str) -> Installed:

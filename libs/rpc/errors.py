@@ -21,6 +21,9 @@
     └── StorageFull                   a disk is full               UNAVAILABLE       503   503
     BlocksMissing                     blocks lost from the store   DATA_LOSS         500   500
     anything else                     a bug                        INTERNAL          500   500
+    └── pyarrow's ArrowException      reading or writing our own   INTERNAL          500   500
+                                      blocks failed (pyarrow never
+                                      parses a request here)
 
 Connect (`connect_error_of`) names the gRPC code in snake case and gives each code the HTTP status of
 Connect's protocol specification; only an unknown method (404, as for any unknown URL) and a body type
@@ -34,6 +37,7 @@ failing backend once per interval per kind of error (a full disk fails every pus
 from __future__ import annotations
 
 import logging
+import sys
 from dataclasses import dataclass
 
 import grpc
@@ -152,10 +156,19 @@ _limited_logs: dict[str, RateLimitedLog] = {}
 
 
 def status_of(exc: BaseException) -> Status:
+    if _from_arrow(exc):
+        return _INTERNAL
     for kind, status in _TABLE:
         if isinstance(exc, kind):
             return status
     return _INTERNAL
+
+
+def _from_arrow(exc: BaseException) -> bool:
+    """pyarrow's ArrowInvalid is also a ValueError, but no request is parsed by pyarrow: its failures are
+    ours. A process that never imported pyarrow raises none of them, so this does not import it."""
+    arrow = sys.modules.get("pyarrow")
+    return arrow is not None and isinstance(exc, arrow.ArrowException)
 
 
 def count_error(status: Status) -> None:

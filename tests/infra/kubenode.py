@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping
@@ -60,6 +62,8 @@ PPROF_PORT = 6060
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 10.0
 # What the kubelet, containerd and libcni leave at fixed paths outside the work directory.
+# where the last node started on this machine keeps its files (a node, once stopped, removes it)
+LAST_WORKDIR = Path("/run/flamewatch-test-node.workdir")
 FIXED_PATHS = (Path("/var/lib/kubelet/device-plugins"), Path("/var/log/containers"), Path("/var/lib/cni/results"))
 
 
@@ -144,6 +148,7 @@ class KubeNode:
     def start(self) -> None:
         began = time.monotonic()
         self._clean_leftovers()
+        LAST_WORKDIR.write_text(str(self.workdir))
         self._network()
         (self.workdir / "api").mkdir(parents=True, exist_ok=True)
         self.api = KubeAPIServer(self.workdir / "api", NODE_IP, tuple(nsenter()), (
@@ -305,6 +310,7 @@ class KubeNode:
             self.api.stop()
         self._remove_containers()
         self._clean_leftovers()
+        LAST_WORKDIR.unlink(missing_ok=True)
 
     def _delete_pods(self) -> None:
         """Every pod deleted and gone, so the kubelet tears each sandbox down (volumes, addresses)."""
@@ -331,8 +337,11 @@ class KubeNode:
 
     def _clean_leftovers(self) -> None:
         """What a node (this one, or one killed before it could stop) leaves outside its processes."""
+        self._kill_leftover_processes()
+        # a node killed before it could stop left its mounts under its own work directory
+        roots = {str(self.workdir), *([LAST_WORKDIR.read_text()] if LAST_WORKDIR.is_file() else [])}
         mounts = [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()
-                  if line.split()[1].startswith(str(self.workdir))]
+                  if line.split()[1].startswith(tuple(roots))]
         for mount in sorted(mounts, reverse=True):
             run("umount", "-l", mount, check=False)
         for name in run("ip", "netns", "list", check=False).split():
@@ -353,6 +362,22 @@ class KubeNode:
             shutil.rmtree(path, ignore_errors=True)
             with contextlib.suppress(OSError):  # kept when something else put files there
                 path.parent.rmdir()
+
+
+    @staticmethod
+    def _kill_leftover_processes() -> None:
+        """Every process still in the node's network namespaces: a node whose test run was killed leaves its
+        etcd, API server, kubelet, containerd and pods running (they are in sessions of their own, so they
+        outlive it), holding mounts and CPU that the next run needs."""
+        spaces = [name for name in run("ip", "netns", "list", check=False).split()
+                  if name == NETNS or name.startswith("cni-")]
+        pids = {int(pid) for name in spaces for pid in run("ip", "netns", "pids", name, check=False).split()}
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        while any(Path(f"/proc/{pid}").exists() for pid in pids) and time.monotonic() < deadline:
+            time.sleep(0.1)
 
 
 def containerd_name(tag: str) -> str:

@@ -24,6 +24,8 @@ Measures, each the median of `--runs` (5):
    this merge whatever the default threshold says: the split itself is measured) against 1, both on the
    data directory's storage (its objects and its Postgres by DSN), each process with `--cache-bytes`
    (1 GiB); the 1-replica figure always, the 2-replica one when `flamewatch querier` has `--query.peers`;
+   beside them the least ratio any 2-way split could give this merge, from the fleet's first hour on the one
+   querier (nearly the same tree to answer: the part of the query that is not the merge);
    and the replicas' capacity: 4 clients asking the same merge twice each at once, of one querier, then of
    two at their defaults (no peers), each client's queries to each in turn, timed until every answer is in;
 6. when `flamewatch all` has `--query.workers`: the fleet's merge with `--query.workers 0` against its default.
@@ -73,6 +75,7 @@ from flamewatch.querier.config import QuerierConfig  # noqa: E402
 from flamewatch.storage.postgres import PostgresConfig, open_database  # noqa: E402
 
 GiB = 1 << 30
+HOUR_NS = 3600 * 10**9
 REPLICA_CACHE_BYTES = GiB
 VARIANTS = tuple(data.VARIANTS)  # "trees", "raw"
 
@@ -98,6 +101,9 @@ class Bench(report.Progress):
         month, fleet = self.dataset.shape.month, self.dataset.shape.fleet
         return {"month": flamegraph("month", '{service_name="month-0"}', month.start_ns, month.end_ns),
                 "fleet": flamegraph("fleet", '{service_name=~"svc-.*"}', fleet.start_ns, fleet.end_ns),
+                # the fleet's first hour: nearly the same tree to answer, an hour of the merge
+                "fleet hour": flamegraph("fleet-hour", '{service_name=~"svc-.*"}', fleet.start_ns,
+                                         fleet.start_ns + HOUR_NS - 1),
                 "totals": Query("totals", "/api/v1/query_range", {
                     "query": f'{CPU}{{service_name="month-0"}}', "from": str(month.start_ns),
                     "until": str(month.end_ns)})}[name]
@@ -270,6 +276,7 @@ def replicas_phase(bench: Bench, variant: str, peers: bool) -> None:
     with phase(bench, f"{variant}: querier replicas"), data_dir_stack(bench, variant) as stack:
         one = stack.querier(*cache)
         warm_query(bench, variant, "fleet", one, "fleet warm, 1 replica")
+        warm_query(bench, variant, "fleet hour", one, "fleet first hour, 1 replica")
         load_rounds(bench, variant, [one], "fleet load, 1 replica")
         one.stop()
         if peers:
@@ -361,7 +368,24 @@ def replica_rows(bench: Bench, peers: bool) -> list[Row]:
         return [*rows, Row(measure, "≤ 0.6x", "not measured: --query.peers missing", None, note="not measured")]
     ratios = {v: median_ms(bench, v, "fleet warm, 2 replicas") / median_ms(bench, v, one) for v in VARIANTS}
     figures = [f"{ratios[v]:.2f}x (2: {spread(bench.times[v]['fleet warm, 2 replicas'])})" for v in VARIANTS]
-    return [*rows, row(measure, [Goal("≤ 0.6x", 0.6)], [ratios["trees"]], *figures, {"ratio": ratios["trees"]})]
+    return [*rows, row(measure, [Goal("≤ 0.6x", 0.6)], [ratios["trees"]], *figures, {"ratio": ratios["trees"]}),
+            split_bound_row(bench)]
+
+
+def split_bound_row(bench: Bench) -> Row:
+    """What no split can take off: the fleet's first hour asks for nearly the same tree as its week (the same
+    stacks, over an hour of the merge), so its time is the query's part that is not the merge (HTTP, the series
+    lookup, rendering and sending the tree, the client reading it). Split in two with nothing added, the week
+    takes that part plus half of the rest: the least ratio two replicas can give this query."""
+    figures = []
+    for v in VARIANTS:
+        whole, fixed = median_ms(bench, v, "fleet warm, 1 replica"), median_ms(bench, v, "fleet first hour, 1 replica")
+        bound = (fixed + (whole - fixed) / 2) / whole
+        figures.append(f"{bound:.2f}x (the first hour: {spread(bench.times[v]['fleet first hour, 1 replica'])} "
+                       f"of the week's {fmt_ms(whole)})")
+    return Row(f"the least a 2-way split can give the {bench.dataset.shape.fleet_days}-day fleet merge: its part "
+               "that is not the merge (timed as the fleet's first hour, nearly the same tree) plus half of the "
+               "rest, over the whole", "-", figures[0], None, note=figures[1])
 
 
 def load_row(bench: Bench) -> Row:

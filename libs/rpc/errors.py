@@ -21,9 +21,10 @@
     └── StorageFull                   a disk is full               UNAVAILABLE       503   503
     BlocksMissing                     blocks lost from the store   DATA_LOSS         500   500
     anything else                     a bug                        INTERNAL          500   500
-    └── pyarrow's ArrowException      reading or writing our own   INTERNAL          500   500
-                                      blocks failed (pyarrow never
-                                      parses a request here)
+    ├── pyarrow's ArrowException      reading or writing our own   INTERNAL          500   500
+    │                                 blocks failed (pyarrow never
+    │                                 parses a request here)
+    └── UnreadableBlock               a block of a newer format    INTERNAL          500   500
 
 Connect (`connect_error_of`) names the gRPC code in snake case and gives each code the HTTP status of
 Connect's protocol specification; only an unknown method (404, as for any unknown URL) and a body type

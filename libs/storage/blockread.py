@@ -23,6 +23,7 @@ from flamewatch.storage.blockformat import (
     SECTION_PREFIXES,
     TREE_SPAN_NS,
 )
+from flamewatch.storage.errors import UnreadableBlock
 from flamewatch.storage.framenames import frame_binaries, frame_line_names, frame_names, frame_table
 from flamewatch.storage.frames import forest_depths
 from flamewatch.storage.symbols import SymbolPart, stored_part
@@ -126,9 +127,10 @@ def _coded(values: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nda
 
 
 class BlockReader:
-    """Lazy, cached access to the sections of one block held in memory."""
+    """Lazy, cached access to the sections of one block held in memory (`key`: its object key, named
+    in errors)."""
 
-    def __init__(self, data: bytes):
+    def __init__(self, data: bytes, key: str | None = None):
         self.nbytes = len(data)
         self._file = pq.ParquetFile(pa.BufferReader(data))
         # Queries share a cached block and read its sections on first use, so two may at once; pyarrow's
@@ -136,8 +138,7 @@ class BlockReader:
         self._reading = threading.Lock()
         meta = json.loads((self._file.metadata.metadata or {}).get(META_KEY, b"null"))
         if meta["version"] not in READABLE_VERSIONS:
-            raise ValueError(f"unsupported block format version {meta['version']}; this build reads versions "
-                             f"{', '.join(map(str, READABLE_VERSIONS))}")
+            raise UnreadableBlock(meta["version"], READABLE_VERSIONS, key)
         self.version: int = meta["version"]
         self._sections: dict[str, list[int]] = meta["sections"]
         self._rows: dict[str, list[int]] = meta.get("rows", {})  # version 3: a shared group's runs

@@ -310,7 +310,7 @@ def _without_duplicates(rows: ProfileRows) -> tuple[ProfileRows, int]:
 
 def _fetch(store: ObjectStore, blocks: Sequence[StoredBlock], concurrency: int) -> dict[str, BlockReader]:
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="compaction-fetch") as pool:
-        return dict(zip([b.id for b in blocks], pool.map(lambda b: BlockReader(store.get(b.key)), blocks)))
+        return dict(zip([b.id for b in blocks], pool.map(lambda b: BlockReader(store.get(b.key), b.key), blocks)))
 
 
 def _write_bucket(store: ObjectStore, tenant: str, level: int, rows: ProfileRows,

@@ -12,6 +12,8 @@ their exceptions are translated at the boundary with ``raise ... from exc`` into
      ├── ObjectNotFound           `get` of a key that does not exist
      ├── BlocksMissing            the index lists blocks whose objects are gone (lost or deleted
      │                            by hand): a query over them cannot be answered in full
+     ├── UnreadableBlock          a stored block in a format version this build does not read (one
+     │                            written by a newer Flamewatch, read after a downgrade)
      └── StorageConfigError       the configuration cannot work (unknown backend, bad key, bad DSN)
 """
 
@@ -56,3 +58,15 @@ class BlocksMissing(StorageError):
         super().__init__(f"the object store is missing {what} this query needs, so it cannot be answered in "
                          f"full: {listed}. The Postgres index still lists them: restore the objects, or delete "
                          "their rows from the index to query without them")
+
+
+class UnreadableBlock(StorageError):
+    """A stored block is in a format version this build does not read: a newer Flamewatch wrote it.
+    Not the request's fault (INTERNAL / 500, as any failure of our own); the operator upgrades."""
+
+    def __init__(self, version: object, readable: Sequence[int], key: str | None = None) -> None:
+        self.version, self.key = version, key
+        which = f"the block {key}" if key else "a stored block"
+        super().__init__(f"{which} has format version {version}, and this build reads versions "
+                         f"{', '.join(map(str, readable))}: it was written by a newer Flamewatch; run that "
+                         "version (or a later one) to read it")

@@ -154,7 +154,7 @@ class BlockCache:
             return None
 
     def _load(self, key: str) -> LoadedBlock:
-        reader = BlockReader(self._source.get(key))
+        reader = BlockReader(self._source.get(key), key)
         block = LoadedBlock(reader, self.paths, tenant_of(key))
         with self._lock:
             if key not in self._lru:

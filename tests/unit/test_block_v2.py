@@ -18,9 +18,11 @@ from infra.stringtable import interner
 from test_block import build, entry, paths, typed
 
 from flamewatch.api.perftools.profiles import profile_pb2 as pb
+from flamewatch.rpc.errors import status_of
 from flamewatch.storage.blockformat import FORMAT_VERSION
 from flamewatch.storage.blockread import BlockReader
 from flamewatch.storage.blockwrite import BlockEntry, compact, series_order, write_block
+from flamewatch.storage.errors import UnreadableBlock
 
 TESTDATA = Path(__file__).parent / "testdata" / "block"
 
@@ -117,8 +119,10 @@ def test_an_unknown_version_is_refused_with_the_versions_read():
     meta["version"] = 99
     sink = pa.BufferOutputStream()
     pq.write_table(table.replace_schema_metadata({b"flamewatch.block": json.dumps(meta).encode()}), sink)
-    with pytest.raises(ValueError, match="unsupported block format version 99; this build reads versions 1, 2, 3$"):
-        BlockReader(sink.getvalue().to_pybytes())
+    with pytest.raises(UnreadableBlock, match="^the block t/b1 has format version 99, and this build reads versions "
+                       "1, 2, 3: it was written by a newer Flamewatch") as refused:
+        BlockReader(sink.getvalue().to_pybytes(), "t/b1")
+    assert status_of(refused.value).http_status == 500  # the server's own data, not the request
 
 
 # ------------------------------------------------------------------------------------------- labels

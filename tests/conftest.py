@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
-from infra import cgroups, gotargets, helm, postgres
+from infra import cgroups, gotargets, helm, leftovers, postgres
 from infra.alertmanager import AlertmanagerServer, WebhookReceiver
 from infra.kubeapi import KubeAPIServer
 from infra.minio import MinioServer
@@ -73,6 +73,16 @@ REQUIRED_MARKERS = {
     "chromium": "browser",
     "memory_cgroup": "cgroup",
 }
+
+
+_SESSION_LOCK = pytest.StashKey[object]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Before any test or worker starts: stop what a killed session left running (`infra.leftovers`).
+    Workers (pytest-xdist) leave it to the session that started them, and inherit its mark."""
+    if not hasattr(config, "workerinput"):
+        config.stash[_SESSION_LOCK] = leftovers.begin_session()
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -9,7 +9,6 @@ import gzip
 import shutil
 import socket
 import struct
-import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +18,7 @@ import httpx
 import pytest
 from e2e.allinone import incidents, start_all, stop
 from e2e.test_oom_kills import CONFIG, M
+from infra import leftovers
 from infra.kubenode import DNS_DOMAIN, NODE_IP, NODE_NAME, PPROF_PORT, KubeNode, pprof_container
 from infra.ports import free_port
 from kubernetes import client as k8s
@@ -114,8 +114,7 @@ def _get(url: str) -> httpx.Response | None:
 @pytest.fixture
 def workdir() -> Iterator[Path]:
     """Outside pytest's temporary root, which pgserver's own user cannot traverse (see tests/e2e/conftest.py)."""
-    path = Path(tempfile.mkdtemp(prefix="flamewatch-cluster-"))
-    path.chmod(0o755)
+    path = leftovers.work_dir("cluster")
     yield path
     shutil.rmtree(path, ignore_errors=True)
 

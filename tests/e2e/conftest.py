@@ -23,14 +23,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from e2e.cluster import Cluster, Storage, running
-from infra import gotargets, postgres
+from infra import gotargets, leftovers, postgres
 from infra.minio import MinioServer
 
 _MARKS = pytest.StashKey[list]()
@@ -103,7 +102,6 @@ def embedded_workdir() -> Iterator[Path]:
     traverse the directories above the data; pgserver opens them up, but every pytest session that
     starts on the machine closes pytest's root again (mode 0700), so another session could make the
     server unable to start or run."""
-    path = Path(tempfile.mkdtemp(prefix="flamewatch-e2e-"))
-    path.chmod(0o755)
+    path = leftovers.work_dir("e2e")
     yield path
     shutil.rmtree(path, ignore_errors=True)

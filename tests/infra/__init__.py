@@ -13,6 +13,7 @@
 - `kubenode`: a one-node cluster (kubelet, containerd, CoreDNS, ...) in a network namespace of its own.
 - `docker`: the Docker engine, locally built base images and this checkout's images.
 - `readme`: the README's shell blocks that tests run as written.
+- `leftovers`: work directories outside pytest's root, and stopping what a killed session left running.
 """
 
 from pathlib import Path

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import psycopg
 
+from . import leftovers
 from .ports import free_port
 
 START_TIMEOUT_S = 30
@@ -42,8 +43,7 @@ class PostgresProcess:
 
     def __init__(self) -> None:
         self._bin = _pgserver_bin()
-        self.workdir = Path(tempfile.mkdtemp(prefix="flamewatch-pgctl-"))
-        self.workdir.chmod(0o755)  # the server's user must reach its data directory
+        self.workdir = leftovers.work_dir("pgctl")  # opened to the server's user, who must reach its data
         self.data_dir = self.workdir / "data"
         self.log_path = self.workdir / "postgres.log"
         self.port = free_port()

@@ -6,16 +6,16 @@ a server from the `pgserver` wheel in a temporary directory, started once and de
 
 import contextlib
 import shutil
-import tempfile
 import uuid
 import warnings
 from collections.abc import Iterator
-from pathlib import Path
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
+
+from . import leftovers
 
 DATABASE_PREFIX = "flamewatch_test_"
 
@@ -38,7 +38,7 @@ def _embedded_server() -> Iterator[str]:
         warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
         import pgserver  # imported here: only needed when no server was given
 
-    workdir = Path(tempfile.mkdtemp(prefix="flamewatch-postgres-"))
+    workdir = leftovers.work_dir("postgres")
     try:
         pg = pgserver.get_server(workdir / "pgdata", cleanup_mode="delete")
         try:

@@ -1,7 +1,6 @@
 """Postgres plumbing against a real server: migrations, day partitions, failures, the embedded server."""
 
 import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -10,6 +9,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from infra import leftovers
 from infra.ports import free_port
 from infra.postgres import with_database
 
@@ -165,7 +165,7 @@ def data_dir() -> Iterator[Path]:
     """A directory outside pytest's tmp_path: run as root, pgserver starts Postgres as the user
     `pgserver` and opens up every parent folder to it, but each new pytest session (another run at the
     same time) resets the tmp_path root to 0700."""
-    directory = Path(tempfile.mkdtemp(prefix="flamewatch-embedded-"))
+    directory = leftovers.work_dir("embedded")
     yield directory
     shutil.rmtree(directory, ignore_errors=True)
 

@@ -4,20 +4,26 @@ finds an annotated demo pod through the API with its service account, scrapes it
 pushes to the ingesters through their headless Service; the frontend's Service answers the UI and the query
 API with the demo's functions. Scaled to three ingesters, the pushes spread over all three; `helm upgrade`
 rolls every Flamewatch pod and loses no acknowledged profile; `helm uninstall` leaves nothing behind. In
-`mode: single` one pod runs every service and shows the same. The figures (install to all Ready, install to
-the demo's first flamegraph) are printed for the record.
+`mode: single` one pod runs every service and shows the same. With `security.existingSecret`, nothing
+passes without a credential and the services' own token carries their calls, two queriers' split merge
+among them. The figures (install to all Ready, install to the demo's first flamegraph) are printed for
+the record.
 
 The tests of the `installed` release run in file order on it."""
 
 from __future__ import annotations
 
+import hashlib
+import secrets
 import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import bcrypt
 import httpx
 import pytest
+from e2e.pushes import rewritten
 from infra import docker, helm
 from infra.kubenode import PPROF_PORT, KubeNode, pprof_container
 from kubernetes import client as k8s
@@ -29,6 +35,7 @@ CONNECTION_AGE_S = 10
 DEMO_FUNCTIONS = {"main.cpuFibonacci", "main.cpuHashLoop"}
 CPU = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
 S = 10**9
+HOUR = 3600 * S
 
 
 def repository_and_tag(image: str) -> tuple[str, str]:
@@ -84,11 +91,14 @@ def workloads_complete(apps: k8s.AppsV1Api, namespace: str) -> bool:
     return all(complete(w) for w in workloads)
 
 
-def install(node: KubeNode, release: str, images: dict[str, str], *values: str) -> Installed:
-    """A namespace with the annotated demo pod, and the release installed into it with discovery of that
-    namespace; once every pod is Ready."""
+def install(node: KubeNode, release: str, images: dict[str, str], *values: str,
+            secret_files: dict[str, dict[str, str]] | None = None) -> Installed:
+    """A namespace with the annotated demo pod and Secrets (`secret_files`: name -> file name -> text), and the release
+    installed into it with discovery of that namespace; once every pod is Ready."""
     namespace = node.namespace(f"profiling-{uuid.uuid4().hex[:6]}")
     core = k8s.CoreV1Api(node.api_client())
+    for name, files in (secret_files or {}).items():
+        core.create_namespaced_secret(namespace, k8s.V1Secret(metadata=k8s.V1ObjectMeta(name=name), string_data=files))
     # the demo: a Go program serving net/http/pprof, annotated as the chart's discovery expects
     core.create_namespaced_pod(namespace, k8s.V1Pod(
         metadata=k8s.V1ObjectMeta(name="demo", labels={"app": "demo"}, annotations={
@@ -136,10 +146,11 @@ def service_url(kube_node: KubeNode, namespace: str, name: str) -> str:
     return f"http://{service.spec.cluster_ip}:{service.spec.ports[0].port}"
 
 
-def top_functions(url: str) -> set[str]:
+def top_functions(url: str, **request) -> set[str]:
+    """The functions of the demo's CPU profiles of the last 10 minutes (`request`: httpx's `auth`, `headers`)."""
     try:
         answer = httpx.get(f"{url}/api/v1/query", timeout=10, params={
-            "query": f'{CPU}{{service_name="demo"}}', "from": "now-10m", "format": "top"})
+            "query": f'{CPU}{{service_name="demo"}}', "from": "now-10m", "format": "top"}, **request)
     except httpx.HTTPError:
         return set()
     return {e["name"] for e in answer.json()["top"]["entries"]} if answer.status_code == 200 else set()
@@ -261,3 +272,84 @@ def test_the_single_process_mode_runs_one_pod_that_shows_the_demo_pods_functions
               f"to the demo's first flamegraph through the frontend Service: {first_s:.1f} s")
     finally:
         uninstall(kube_node, "one", single.namespace)
+
+
+def web_config(token: str, password: str) -> dict[str, str]:
+    """The Secret's files: the web configuration with an admin user and the services' own token, which
+    they show each other (`client`) from the file beside it."""
+    hashed = bcrypt.hashpw(password.encode(), bcrypt.gensalt(10)).decode()
+    return {"web.yml": f"""basic_auth_users:
+  admin: {hashed}
+bearer_tokens:
+  flamewatch: sha256:{hashlib.sha256(token.encode()).hexdigest()}
+access:
+  admin: {{read: ["*"], write: ["*"], admin: true}}
+  flamewatch: {{read: ["*"], write: ["*"], admin: true}}
+client:
+  authorization: {{credentials_file: flamewatch.token}}
+""", "flamewatch.token": token}
+
+
+def metric(url: str, name: str, auth: httpx.Auth) -> float:
+    text = httpx.get(f"{url}/metrics", timeout=10, auth=auth).raise_for_status().text
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name))
+
+
+def test_with_security_every_service_asks_for_a_credential_and_shows_its_own_to_the_others(
+        kube_node: KubeNode, chart_images: dict[str, str]) -> None:
+    """The web configuration from a Secret of the user's, mounted in every pod (in the collector, inside the
+    directory of its configuration): no request passes without a credential, and the services' own token
+    carries the collector's pushes, the frontend's queries and the two queriers' split merge."""
+    token, password = secrets.token_hex(32), secrets.token_hex(16)
+    release = install(kube_node, "sec", chart_images, "security.existingSecret=flamewatch-web", "querier.replicas=2",
+                      "querier.extraArgs={--query.split-min-profiles=1}",
+                      "security.selfScrape.authorization.credentials_file=/etc/flamewatch/web/flamewatch.token",
+                      secret_files={"flamewatch-web": web_config(token, password)})
+    ns, core = release.namespace, k8s.CoreV1Api(kube_node.api_client())
+    admin, tenant = httpx.BasicAuth("admin", password), {"X-Scope-OrgID": "anonymous"}
+    try:
+        url = service_url(kube_node, ns, "sec-flamewatch-frontend")
+        refused = httpx.get(f"{url}/api/v1/query", timeout=10, params={"query": f"{CPU}{{}}", "from": "now-10m"})
+        assert refused.status_code == 401, refused.text
+        assert httpx.get(f"{url}/api/v1/query", timeout=10, auth=httpx.BasicAuth("admin", "wrong"),
+                         params={"query": f"{CPU}{{}}", "from": "now-10m"}).status_code == 401
+        # the collector pushed with the token it read from the Secret
+        found = kube_node.until(lambda: top_functions(url, auth=admin, headers=tenant) >= DEMO_FUNCTIONS or None,
+                                "the demo's functions through the frontend Service, asked as admin", 180)
+        assert found
+
+        # three past hours of a service pushed to the ingesters' Service (the demo's CPU profile as stored,
+        # downloaded: Go serves one CPU profile at a time, and the collector's scrapes keep the demo busy)
+        download = httpx.get(f"{url}/api/v1/query", timeout=30, auth=admin, headers=tenant, params={
+            "query": f'{CPU}{{service_name="demo"}}', "from": "now-10m", "format": "pprof"})
+        assert download.status_code == 200, download.text
+        cpu = download.content
+        ingester = service_url(kube_node, ns, "sec-flamewatch-ingester")
+        push = {"params": {"__name__": "process_cpu", "service_name": "history"}, "timeout": 30}
+        assert httpx.post(f"{ingester}/ingest", content=cpu, **push).status_code == 401
+        now = time.time_ns()
+        first_hour = now - now % HOUR - 3 * HOUR
+        for hour in range(3):
+            at = first_hour + hour * HOUR + 600 * S
+            answer = httpx.post(f"{ingester}/ingest", content=rewritten(cpu, time_ns=at),
+                                headers={**tenant, "Authorization": f"Bearer {token}"}, **push)
+            assert answer.status_code == 200, answer.text
+
+        # merged by both queriers: the one asked hands the other a piece over gRPC, with the token
+        queriers = [f"http://{p.status.pod_ip}:4200" for p in component_pods(core, ns, "querier")]
+        assert len(queriers) == 2
+
+        def history() -> dict | None:
+            answer = httpx.get(f"{url}/api/v1/query", timeout=30, auth=admin, headers=tenant, params={
+                "query": f'{CPU}{{service_name="history"}}', "from": str(first_hour), "until": str(now),
+                "format": "top"})
+            return answer.json() if answer.status_code == 200 and answer.json()["profiles"] == 3 else None
+
+        kube_node.until(history, "the three pushed hours in one merge", 120)
+        before = sum(metric(q, "flamewatch_querier_partial_profiles_total", admin) for q in queriers)
+        merged = history()
+        assert merged is not None and {e["name"] for e in merged["top"]["entries"]} & DEMO_FUNCTIONS
+        by_peer = sum(metric(q, "flamewatch_querier_partial_profiles_total", admin) for q in queriers) - before
+        assert 1 <= by_peer <= 2, by_peer  # the pieces of the three hours the asked querier did not merge itself
+    finally:
+        uninstall(kube_node, "sec", ns)

@@ -4,10 +4,10 @@ finds an annotated demo pod through the API with its service account, scrapes it
 pushes to the ingesters through their headless Service; the frontend's Service answers the UI and the query
 API with the demo's functions. Scaled to three ingesters, the pushes spread over all three; `helm upgrade`
 rolls every Flamewatch pod and loses no acknowledged profile; `helm uninstall` leaves nothing behind. In
-`mode: single` one pod runs every service and shows the same. With `security.existingSecret`, nothing
-passes without a credential and the services' own token carries their calls, two queriers' split merge
-among them. The figures (install to all Ready, install to the demo's first flamegraph) are printed for
-the record.
+`mode: single` one pod runs every service and shows the same. With `security.existingSecret` and
+`security.tls`, every port serves TLS, nothing passes without a credential, and the services' own token
+and CA carry their calls, two queriers' split merge among them. The figures (install to all Ready,
+install to the demo's first flamegraph) are printed for the record.
 
 The tests of the `installed` release run in file order on it."""
 
@@ -15,16 +15,19 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import ssl
 import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import bcrypt
 import httpx
 import pytest
 from e2e.pushes import rewritten
 from infra import docker, helm
+from infra.certs import CertificateAuthority
 from infra.kubenode import PPROF_PORT, KubeNode, pprof_container
 from kubernetes import client as k8s
 
@@ -141,16 +144,15 @@ def kube(node: KubeNode, namespace: str) -> list[str]:
     return ["--kubeconfig", str(node.kubeconfig), "--namespace", namespace]
 
 
-def service_url(kube_node: KubeNode, namespace: str, name: str) -> str:
+def service_url(kube_node: KubeNode, namespace: str, name: str, scheme: str = "http") -> str:
     service = k8s.CoreV1Api(kube_node.api_client()).read_namespaced_service(name, namespace)
-    return f"http://{service.spec.cluster_ip}:{service.spec.ports[0].port}"
+    return f"{scheme}://{service.spec.cluster_ip}:{service.spec.ports[0].port}"
 
 
-def top_functions(url: str, **request) -> set[str]:
-    """The functions of the demo's CPU profiles of the last 10 minutes (`request`: httpx's `auth`, `headers`)."""
+def top_functions(url: str) -> set[str]:
     try:
         answer = httpx.get(f"{url}/api/v1/query", timeout=10, params={
-            "query": f'{CPU}{{service_name="demo"}}', "from": "now-10m", "format": "top"}, **request)
+            "query": f'{CPU}{{service_name="demo"}}', "from": "now-10m", "format": "top"})
     except httpx.HTTPError:
         return set()
     return {e["name"] for e in answer.json()["top"]["entries"]} if answer.status_code == 200 else set()
@@ -274,11 +276,20 @@ def test_the_single_process_mode_runs_one_pod_that_shows_the_demo_pods_functions
         uninstall(kube_node, "one", single.namespace)
 
 
-def web_config(token: str, password: str) -> dict[str, str]:
-    """The Secret's files: the web configuration with an admin user and the services' own token, which
-    they show each other (`client`) from the file beside it."""
+SERVER_NAME = "flamewatch"  # the one name the services' certificate carries, which every caller checks
+
+
+def web_config(directory: Path, token: str, password: str) -> dict[str, str]:
+    """The Secret's files: the web configuration (HTTPS and gRPC over TLS with a certificate of the tests'
+    own CA, an admin user, the services' own token) and the files it names; `client` is what the services
+    show and check of each other: the token, read from its file, and the CA with the certificate's name."""
+    ca = CertificateAuthority.create(directory)
+    server = ca.issue(SERVER_NAME, names=[SERVER_NAME], file_name="server")
     hashed = bcrypt.hashpw(password.encode(), bcrypt.gensalt(10)).decode()
-    return {"web.yml": f"""basic_auth_users:
+    return {"web.yml": f"""tls_server_config:
+  cert_file: server.crt
+  key_file: server.key
+basic_auth_users:
   admin: {hashed}
 bearer_tokens:
   flamewatch: sha256:{hashlib.sha256(token.encode()).hexdigest()}
@@ -287,69 +298,83 @@ access:
   flamewatch: {{read: ["*"], write: ["*"], admin: true}}
 client:
   authorization: {{credentials_file: flamewatch.token}}
-""", "flamewatch.token": token}
+  tls_config: {{ca_file: ca.crt, server_name: {SERVER_NAME}}}
+""", "flamewatch.token": token, "ca.crt": ca.cert.read_text(), "server.crt": server.cert.read_text(),
+            "server.key": server.key.read_text()}
 
 
-def metric(url: str, name: str, auth: httpx.Auth) -> float:
-    text = httpx.get(f"{url}/metrics", timeout=10, auth=auth).raise_for_status().text
+def metric(client: httpx.Client, url: str, name: str) -> float:
+    text = client.get(f"{url}/metrics").raise_for_status().text
     return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name))
 
 
 def test_with_security_every_service_asks_for_a_credential_and_shows_its_own_to_the_others(
-        kube_node: KubeNode, chart_images: dict[str, str]) -> None:
+        kube_node: KubeNode, chart_images: dict[str, str], tmp_path: Path) -> None:
     """The web configuration from a Secret of the user's, mounted in every pod (in the collector, inside the
-    directory of its configuration): no request passes without a credential, and the services' own token
-    carries the collector's pushes, the frontend's queries and the two queriers' split merge."""
+    directory of its configuration): every port serves TLS, no request passes without a credential, and
+    the services' own token and CA carry the collector's pushes and its profiling of Flamewatch, the
+    frontend's queries and the two queriers' split merge."""
     token, password = secrets.token_hex(32), secrets.token_hex(16)
-    release = install(kube_node, "sec", chart_images, "security.existingSecret=flamewatch-web", "querier.replicas=2",
-                      "querier.extraArgs={--query.split-min-profiles=1}",
-                      "security.selfScrape.authorization.credentials_file=/etc/flamewatch/web/flamewatch.token",
-                      secret_files={"flamewatch-web": web_config(token, password)})
+    web = "/etc/flamewatch/web"
+    release = install(kube_node, "sec", chart_images, "security.existingSecret=flamewatch-web", "security.tls=true",
+                      "querier.replicas=2", "querier.extraArgs={--query.split-min-profiles=1}",
+                      f"security.selfScrape.authorization.credentials_file={web}/flamewatch.token",
+                      f"security.selfScrape.tls_config.ca_file={web}/ca.crt",
+                      f"security.selfScrape.tls_config.server_name={SERVER_NAME}",
+                      secret_files={"flamewatch-web": web_config(tmp_path, token, password)})
     ns, core = release.namespace, k8s.CoreV1Api(kube_node.api_client())
-    admin, tenant = httpx.BasicAuth("admin", password), {"X-Scope-OrgID": "anonymous"}
+    tenant = {"X-Scope-OrgID": "anonymous"}
+    checked = ssl.create_default_context(cafile=str(tmp_path / "ca.crt"))
+    # the certificate names SERVER_NAME, not the addresses dialled: sent and checked as the services do
+    tls = {"verify": checked, "timeout": 30, "event_hooks": {"request": [
+        lambda request: request.extensions.update(sni_hostname=SERVER_NAME)]}}
     try:
-        url = service_url(kube_node, ns, "sec-flamewatch-frontend")
-        refused = httpx.get(f"{url}/api/v1/query", timeout=10, params={"query": f"{CPU}{{}}", "from": "now-10m"})
-        assert refused.status_code == 401, refused.text
-        assert httpx.get(f"{url}/api/v1/query", timeout=10, auth=httpx.BasicAuth("admin", "wrong"),
-                         params={"query": f"{CPU}{{}}", "from": "now-10m"}).status_code == 401
-        # the collector pushed with the token it read from the Secret
-        found = kube_node.until(lambda: top_functions(url, auth=admin, headers=tenant) >= DEMO_FUNCTIONS or None,
-                                "the demo's functions through the frontend Service, asked as admin", 180)
-        assert found
+        with httpx.Client(**tls) as anyone, httpx.Client(auth=("admin", password), headers=tenant, **tls) as admin:
+            url = service_url(kube_node, ns, "sec-flamewatch-frontend", "https")
+            ask = {"query": f"{CPU}{{}}", "from": "now-10m"}
+            assert anyone.get(f"{url}/api/v1/query", params=ask).status_code == 401
+            assert anyone.get(f"{url}/api/v1/query", params=ask, auth=("admin", "wrong")).status_code == 401
+            with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):  # TLS: not our CA, refused
+                httpx.get(f"{url}/api/v1/query", params=ask, timeout=10)
+            # the collector pushed the demo's profiles, and Flamewatch's own, with what the Secret holds
+            for service in ("demo", "flamewatch-querier"):
+                kube_node.until(lambda s=service: profiles_of(admin, url, s, "now-10m", "now"),
+                                f"{service}'s profiles through the frontend Service, asked as admin", 180)
 
-        # three past hours of a service pushed to the ingesters' Service (the demo's CPU profile as stored,
-        # downloaded: Go serves one CPU profile at a time, and the collector's scrapes keep the demo busy)
-        download = httpx.get(f"{url}/api/v1/query", timeout=30, auth=admin, headers=tenant, params={
-            "query": f'{CPU}{{service_name="demo"}}', "from": "now-10m", "format": "pprof"})
-        assert download.status_code == 200, download.text
-        cpu = download.content
-        ingester = service_url(kube_node, ns, "sec-flamewatch-ingester")
-        push = {"params": {"__name__": "process_cpu", "service_name": "history"}, "timeout": 30}
-        assert httpx.post(f"{ingester}/ingest", content=cpu, **push).status_code == 401
-        now = time.time_ns()
-        first_hour = now - now % HOUR - 3 * HOUR
-        for hour in range(3):
-            at = first_hour + hour * HOUR + 600 * S
-            answer = httpx.post(f"{ingester}/ingest", content=rewritten(cpu, time_ns=at),
-                                headers={**tenant, "Authorization": f"Bearer {token}"}, **push)
-            assert answer.status_code == 200, answer.text
+            # three past hours of a service pushed to the ingesters' Service (the demo's CPU profile as stored,
+            # downloaded: Go serves one CPU profile at a time, and the collector's scrapes keep the demo busy)
+            download = admin.get(f"{url}/api/v1/query", params={
+                "query": f'{CPU}{{service_name="demo"}}', "from": "now-10m", "format": "pprof"})
+            assert download.status_code == 200, download.text
+            ingester = service_url(kube_node, ns, "sec-flamewatch-ingester", "https")
+            push = {"params": {"__name__": "process_cpu", "service_name": "history"}}
+            assert anyone.post(f"{ingester}/ingest", content=download.content, **push).status_code == 401
+            now = time.time_ns()
+            first_hour = now - now % HOUR - 3 * HOUR
+            for hour in range(3):
+                at = first_hour + hour * HOUR + 600 * S
+                answer = anyone.post(f"{ingester}/ingest", content=rewritten(download.content, time_ns=at),
+                                     headers={**tenant, "Authorization": f"Bearer {token}"}, **push)
+                assert answer.status_code == 200, answer.text
 
-        # merged by both queriers: the one asked hands the other a piece over gRPC, with the token
-        queriers = [f"http://{p.status.pod_ip}:4200" for p in component_pods(core, ns, "querier")]
-        assert len(queriers) == 2
-
-        def history() -> dict | None:
-            answer = httpx.get(f"{url}/api/v1/query", timeout=30, auth=admin, headers=tenant, params={
-                "query": f'{CPU}{{service_name="history"}}', "from": str(first_hour), "until": str(now),
-                "format": "top"})
-            return answer.json() if answer.status_code == 200 and answer.json()["profiles"] == 3 else None
-
-        kube_node.until(history, "the three pushed hours in one merge", 120)
-        before = sum(metric(q, "flamewatch_querier_partial_profiles_total", admin) for q in queriers)
-        merged = history()
-        assert merged is not None and {e["name"] for e in merged["top"]["entries"]} & DEMO_FUNCTIONS
-        by_peer = sum(metric(q, "flamewatch_querier_partial_profiles_total", admin) for q in queriers) - before
-        assert 1 <= by_peer <= 2, by_peer  # the pieces of the three hours the asked querier did not merge itself
+            # merged by both queriers: the one asked hands the other a piece over gRPC, with the token
+            queriers = [f"https://{p.status.pod_ip}:4200" for p in component_pods(core, ns, "querier")]
+            assert len(queriers) == 2
+            kube_node.until(lambda: profiles_of(admin, url, "history", str(first_hour), str(now)) == 3,
+                            "the three pushed hours in one merge", 120)
+            before = sum(metric(admin, q, "flamewatch_querier_partial_profiles_total") for q in queriers)
+            assert profiles_of(admin, url, "history", str(first_hour), str(now)) == 3
+            by_peer = sum(metric(admin, q, "flamewatch_querier_partial_profiles_total") for q in queriers) - before
+            assert 1 <= by_peer <= 2, by_peer  # the pieces of the three hours the asked querier did not merge
     finally:
         uninstall(kube_node, "sec", ns)
+
+
+def profiles_of(client: httpx.Client, url: str, service: str, start: str, end: str) -> int:
+    """How many CPU profiles of `service` a merge over [start, end] holds (0 when it cannot be asked yet)."""
+    try:
+        answer = client.get(f"{url}/api/v1/query", params={
+            "query": f'{CPU}{{service_name="{service}"}}', "from": start, "until": end, "format": "top"})
+    except httpx.HTTPError:
+        return 0
+    return answer.json()["profiles"] if answer.status_code == 200 else 0

@@ -39,10 +39,15 @@ def add_parser(sub) -> None:
     p.address("--grpc-address", "gRPC listen address (IngestService, QueryService, SymbolizerService); loopback "
               "only by default, :8081 for every interface", "127.0.0.1:8081")
     flags.query_limit_flags(p)
+    p.add("--cache-bytes", "memory for parsed blocks and the profile entries queries decoded from them, in this "
+          "process and in each query worker; the least recently used blocks go first. Raise it when a range you "
+          "ask often reads more blocks than it holds (the querier's flamewatch_querier_block_cache_bytes in "
+          "/metrics stays at the limit); bytes, or with a unit: 1GiB", type=flags.byte_size,
+          default=QuerierConfig.embedded_cache_bytes)
     p.add("--query.workers", "querier processes beside this one that take pieces of long merges (cut by time), "
           "so a month's flamegraph uses more than one core; started at the first merge long enough to split, "
-          "stopped after 5 minutes without one, each with its own block cache of 256 MiB (0: off; default one per core "
-          "beyond the first, at most 3)", dest="query_workers", type=int, default=default_workers())
+          "stopped after 5 minutes without one, each with its own block cache of --cache-bytes (0: off; default "
+          "one per core beyond the first, at most 3)", dest="query_workers", type=int, default=default_workers())
     flags.rules_flag(p)
     symbolizer_flags(p)
     flags.storage_flags(p)
@@ -99,10 +104,10 @@ def run_all(args: argparse.Namespace) -> int:
         store, db = open_storage(stack, storage)
         start_compactor(stack, args, store, db)  # compaction's CPU and memory peaks stay out of this process
         notify = alert_sender(stack, alerting_config(args, own_url), db)
-        querier_config = QuerierConfig(cache_bytes=QuerierConfig.embedded_cache_bytes, **flags.query_limits(args))
+        querier_config = QuerierConfig(cache_bytes=args.cache_bytes, **flags.query_limits(args))
         workers = None
         if args.query_workers > 0:
-            workers = QueryWorkers(args.query_workers, args, db.dsn, own_grpc, QuerierConfig.embedded_cache_bytes)
+            workers = QueryWorkers(args.query_workers, args, db.dsn, own_grpc, args.cache_bytes)
             stack.callback(workers.stop)
         # Listed in the order they start; the stack stops them in reverse: the collector first (after it
         # has sent what it queued, `before_stop`), the ingester's last flush last.

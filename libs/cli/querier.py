@@ -19,11 +19,12 @@ def add_parser(sub) -> None:
     p.address("--http-address", "HTTP listen address (/api/v1, /metrics, /healthz)", QuerierConfig.http_address)
     p.address("--grpc-address", "gRPC listen address (QueryService)", QuerierConfig.grpc_address)
     p.add("--cache-bytes", "memory for parsed blocks and the profile entries queries decoded from them; "
-          "the least recently used blocks go first", type=int, default=QuerierConfig.cache_bytes)
+          "the least recently used blocks go first; bytes, or with a unit: 1GiB", type=flags.byte_size,
+          default=QuerierConfig.cache_bytes)
     p.add("--cache.disk-dir", "keep fetched blocks in this directory too, so repeated and restarted queries "
           "read local disk instead of the object store (off by default)", dest="disk_cache_dir", default=None)
     p.add("--cache.disk-bytes", "the most the disk cache keeps; the least recently read blocks go first",
-          dest="disk_cache_bytes", type=int, default=QuerierConfig.disk_cache_bytes)
+          dest="disk_cache_bytes", type=flags.byte_size, default=QuerierConfig.disk_cache_bytes)
     p.add("--max-nodes", "default largest number of nodes in a flamegraph, top table or tree", type=int,
           default=QuerierConfig.default_max_nodes)
     flags.query_limit_flags(p)

@@ -51,6 +51,9 @@ def answers(url: str, windows: dict[str, tuple[int, int]]) -> dict:
     return merge_answers(url, TENANT, windows, ("flamegraph", "top"))
 
 
+CACHED_BLOCKS = "flamewatch_querier_block_cache_blocks "  # the gauge, no labels
+
+
 def metric(url: str, name: str) -> float:
     text = httpx.get(f"{url}/metrics", timeout=10).text
     return sum(float(line.split()[-1]) for line in text.splitlines() if line.startswith(name))
@@ -124,7 +127,7 @@ def test_flamewatch_all_splits_long_merges_with_a_worker_that_ends_with_it(tmp_p
         assert stop(process) == 0, log.read_text()
 
         process = start_all(tmp_path, config, http_port, grpc_port, "--query.workers", "1", *SPLIT_ALWAYS,
-                            "--compaction.interval", "0")
+                            "--cache-bytes", "64MiB", "--compaction.interval", "0")
         ready()
         answers(url, {"whole hours": windows["whole hours"]})  # the first long merge starts the worker
         started = wait_for(lambda: re.search(r"query workers: 1 started \(pids (\d+)\)", log.read_text()), 60,
@@ -132,16 +135,21 @@ def test_flamewatch_all_splits_long_merges_with_a_worker_that_ends_with_it(tmp_p
         worker = int(started.group(1))
         assert answers(url, windows) == alone
         assert metric(url, 'flamewatch_querier_split_pieces_total{where="peers"}') > 0
+        argv = Path(f"/proc/{worker}/cmdline").read_bytes().decode().split("\0")
+        assert argv[argv.index("--cache-bytes") + 1] == str(64 << 20)  # the worker's cache is `all`'s
+        assert metric(url, CACHED_BLOCKS) > 1
         process.send_signal(signal.SIGKILL)  # no SIGTERM reaches the worker: it sees its parent gone
         process.wait(10)
         wait_for(lambda: not _alive(worker), 30, "the worker to end after flamewatch all was killed", log)
         starts = log.read_text().count("query workers: 1 started")
-        process = start_all(tmp_path, config, http_port, grpc_port, "--compaction.interval", "0")
+        process = start_all(tmp_path, config, http_port, grpc_port, "--cache-bytes", "1", "--compaction.interval", "0")
         ready()
         # at the default --query.split-min-profiles these merges are too small to split: read by `all`
-        # alone, from its one plan, with no worker started for them
+        # alone, from its one plan, with no worker started for them; and the same with a cache too small
+        # for more than the block read last
         assert answers(url, windows) == alone
         assert metric(url, "flamewatch_querier_split_pieces_total") == 0
+        assert metric(url, CACHED_BLOCKS) == 1
         assert stop(process) == 0, log.read_text()  # and its embedded Postgres with it
         assert log.read_text().count("query workers: 1 started") == starts
     finally:

@@ -39,11 +39,7 @@ def add_parser(sub) -> None:
     p.address("--grpc-address", "gRPC listen address (IngestService, QueryService, SymbolizerService); loopback "
               "only by default, :8081 for every interface", "127.0.0.1:8081")
     flags.query_limit_flags(p)
-    p.add("--cache-bytes", "memory for parsed blocks and the profile entries queries decoded from them, in this "
-          "process and in each query worker; the least recently used blocks go first. Raise it when a range you "
-          "ask often reads more blocks than it holds (the querier's flamewatch_querier_block_cache_bytes in "
-          "/metrics stays at the limit); bytes, or with a unit: 1GiB", type=flags.byte_size,
-          default=QuerierConfig.embedded_cache_bytes)
+    flags.cache_bytes_flag(p, QuerierConfig.embedded_cache_bytes, ", in this process and in each query worker")
     p.add("--query.workers", "querier processes beside this one that take pieces of long merges (cut by time), "
           "so a month's flamegraph uses more than one core; started at the first merge long enough to split, "
           "stopped after 5 minutes without one, each with its own block cache of --cache-bytes (0: off; default "

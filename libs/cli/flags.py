@@ -154,6 +154,14 @@ _BYTE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**1
                "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
 
 
+def cache_bytes_flag(p, default: int, whose: str = "") -> None:
+    """`--cache-bytes`: the querier's memory for parsed blocks (`whose`: which processes, when more than one)."""
+    p.add("--cache-bytes", f"memory for parsed blocks and the profile entries queries decoded from them{whose}; "
+          "the least recently used blocks go first. Raise it when a range asked often reads more blocks than it "
+          "holds (flamewatch_querier_block_cache_bytes in /metrics stays at the limit); bytes, or with a unit: "
+          "1GiB", type=byte_size, default=default)
+
+
 def byte_size(text: str) -> int:
     """A flag's size: a whole number of bytes, or with a unit (500MB, 2GiB)."""
     number = text.strip().rstrip("BbIiKkMmGgTt")

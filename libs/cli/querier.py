@@ -18,9 +18,7 @@ def add_parser(sub) -> None:
                        "/api/v1/ (profile_types, labels, label/<name>/values, series, query_range, query, diff).")
     p.address("--http-address", "HTTP listen address (/api/v1, /metrics, /healthz)", QuerierConfig.http_address)
     p.address("--grpc-address", "gRPC listen address (QueryService)", QuerierConfig.grpc_address)
-    p.add("--cache-bytes", "memory for parsed blocks and the profile entries queries decoded from them; "
-          "the least recently used blocks go first; bytes, or with a unit: 1GiB", type=flags.byte_size,
-          default=QuerierConfig.cache_bytes)
+    flags.cache_bytes_flag(p, QuerierConfig.cache_bytes)
     p.add("--cache.disk-dir", "keep fetched blocks in this directory too, so repeated and restarted queries "
           "read local disk instead of the object store (off by default)", dest="disk_cache_dir", default=None)
     p.add("--cache.disk-bytes", "the most the disk cache keeps; the least recently read blocks go first",

@@ -3,7 +3,7 @@
 
     nice .venv/bin/python bench/premerged_storage.py [--hours 1]
 
-Real Go profiles (the corpus of `corpus.py`, captured once into `.cache/bench-corpus/`) are prepared as
+Real Go profiles (the corpus of `corpus.py`, kept in `bench/corpus/`) are prepared as
 the ingester prepares a push, written as flush blocks in process, and compacted with the compactor's
 writer (`blockwrite.compact`, rows in `series_order`) twice: once with trees, once without. Workloads:
 

@@ -6,8 +6,8 @@ real parts and printed as a table of measure | goal | Flamewatch | met?. It repo
     .venv/bin/python bench/storage.py --help
 
 Steps (bench/README.md says what each figure means):
-1. corpus: real Go CPU and allocs profiles captured from tests/targets/workload (cached in
-   .cache/bench-corpus/), replayed at synthetic times as a fleet (services x instances, CPU and memory
+1. corpus: real Go CPU and allocs profiles captured from tests/targets/workload (kept in
+   bench/corpus/), replayed at synthetic times as a fleet (services x instances, CPU and memory
    every 10 s, one hour) and as one service over days (CPU, the 7-day case);
 2. load: pushed over gRPC into `flamewatch ingester` processes (compaction off) on Postgres and MinIO;
 3. merge check before compaction; compaction by an ingester with --compaction.interval, timed until no

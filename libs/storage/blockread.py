@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -26,6 +26,7 @@ from flamewatch.storage.blockformat import (
 from flamewatch.storage.errors import UnreadableBlock
 from flamewatch.storage.framenames import frame_binaries, frame_line_names, frame_names, frame_table
 from flamewatch.storage.frames import forest_depths
+from flamewatch.storage.ranged import RangedObject
 from flamewatch.storage.symbols import SymbolPart, stored_part
 
 # What the parsed parquet footer of an open block holds in C++ memory that no Python figure shows: per column
@@ -126,13 +127,27 @@ def _coded(values: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nda
     return codes, empty, empty, table
 
 
-class BlockReader:
-    """Lazy, cached access to the sections of one block held in memory (`key`: its object key, named
-    in errors)."""
+def _with_footer(ranged: RangedObject) -> pa.Buffer:
+    """The object's buffer once its Parquet footer is fetched (a footer longer than the tail read at open,
+    of a block of many row groups, is fetched now)."""
+    end = ranged.read(ranged.size - 8, 8)
+    length = int.from_bytes(end[:4], "little")
+    ranged.fetch([(ranged.size - 8 - length, length + 8)])
+    return ranged.buffer
 
-    def __init__(self, data: bytes, key: str | None = None):
-        self.nbytes = len(data)
-        self._file = pq.ParquetFile(pa.BufferReader(data))
+
+class BlockReader:
+    """Lazy, cached access to the sections of one block (`key`: its object key, named in errors): its
+    bytes held in memory, or a `RangedObject` that fetches the ranges of the columns read as they are
+    read (pyarrow coalesces a read's nearby ranges into one)."""
+
+    def __init__(self, data: bytes | RangedObject, key: str | None = None):
+        self._ranged = data if isinstance(data, RangedObject) else None
+        if self._ranged is None:
+            self._whole = len(data)
+            self._file = pq.ParquetFile(pa.BufferReader(data))
+        else:
+            self._file = pq.ParquetFile(pa.BufferReader(_with_footer(data)))
         # Queries share a cached block and read its sections on first use, so two may at once; pyarrow's
         # ParquetFile is not safe for that ("ReadRangeCache did not find matching cache entry")
         self._reading = threading.Lock()
@@ -142,6 +157,47 @@ class BlockReader:
         self.version: int = meta["version"]
         self._sections: dict[str, list[int]] = meta["sections"]
         self._rows: dict[str, list[int]] = meta.get("rows", {})  # version 3: a shared group's runs
+        if self._ranged is not None:
+            # What every query reads first, the symbols, and what a query over trees reads besides, the trees
+            # and the columns that place them: fetched by whoever opens the block (the cache's fetch threads,
+            # in parallel), in as few requests as the gaps allow, not a range at a time as the query folds it
+            opening = self._ranges({g for name in SECTION_PREFIXES for g in self._sections.get(name, [])}, None)
+            if self.has_trees:
+                opening += self._ranges(self._sections["trees"], ["series_fingerprint", "time_ns", "nodes", "values"])
+                opening += self._ranges(self._sections["profiles"], ["series_fingerprint", "time_ns"])
+            self._ranged.fetch(opening)
+
+    def _ranges(self, groups: Iterable[int], columns: list[str] | None) -> list[tuple[int, int]]:
+        """(start, length) of the column chunks (all with `columns` None) of the row groups."""
+        meta, ranges = self._file.metadata, []
+        for g in groups:
+            group = meta.row_group(g)
+            for c in range(group.num_columns):
+                chunk = group.column(c)
+                if columns is None or chunk.path_in_schema.split(".", 1)[0] in columns:
+                    start = min(chunk.data_page_offset, chunk.dictionary_page_offset or chunk.data_page_offset)
+                    ranges.append((start, chunk.total_compressed_size))
+        return ranges
+
+    def _read_groups(self, groups: list[int], columns: list[str]) -> pa.Table:
+        """The columns of the row groups; of a block read in ranges, fetched first (pyarrow reads the buffer,
+        where anything not fetched is zeros)."""
+        if self._ranged is not None:
+            self._ranged.fetch(self._ranges(groups, columns))
+        return self._file.read_row_groups(groups, columns=columns)
+
+    @property
+    def nbytes(self) -> int:
+        """The block's bytes held in memory: all of them, or the ranges fetched so far."""
+        return self._whole if self._ranged is None else self._ranged.held_bytes
+
+    @cached_property
+    def symbol_bytes(self) -> int:
+        """The stored (compressed) size of the row groups that hold the symbol sections and stack tree (kept:
+        the cache sums every block's size as it loads one)."""
+        groups = {g for section in SECTION_PREFIXES for g in self._sections.get(section, [])}
+        meta = self._file.metadata
+        return sum(meta.row_group(g).column(c).total_compressed_size for g in groups for c in range(meta.num_columns))
 
     def _read(self, section: str, columns: list[str]) -> pa.Table:
         groups = self._sections.get(section, [])
@@ -150,12 +206,12 @@ class BlockReader:
         tables = self.__dict__.get("_section_tables")  # while the symbols are decoded (`symbol_part`)
         if tables is None:
             with self._reading:
-                return self._own_rows(section, self._file.read_row_groups(groups, columns=columns))
+                return self._own_rows(section, self._read_groups(groups, columns))
         if section not in tables:
             prefix = SECTION_PREFIXES[section]
             with self._reading:
-                tables[section] = self._own_rows(section, self._file.read_row_groups(
-                    groups, columns=[c for c in self._file.schema_arrow.names if c.startswith(prefix)]))
+                tables[section] = self._own_rows(section, self._read_groups(
+                    groups, [c for c in self._file.schema_arrow.names if c.startswith(prefix)]))
         return tables[section].select(columns)
 
     def _own_rows(self, section: str, table: pa.Table) -> pa.Table:
@@ -201,6 +257,19 @@ class BlockReader:
         table = self._read("profiles", list(PROFILE_COLUMNS[:-1]))
         return table.append_column("content_hash", pa.array(np.zeros(table.num_rows, np.int64)))
 
+    def profile_columns(self, *names: str) -> list[np.ndarray]:
+        """Numeric columns of the profiles section (`series_fingerprint`, `time_ns`, `duration_ns`,
+        `period`, `total`), read together on first use and kept. A query needs no more of a profile's row:
+        the whole `profiles` table also holds each row's series labels as JSON, 2.9 MB decoded in a fleet
+        hour block whose trees a query reads in 0.6 MB."""
+        columns = self.__dict__.setdefault("_profile_columns", {})
+        missing = [name for name in names if name not in columns]
+        if missing:
+            table = self.__dict__.get("profiles")
+            read = table.select(missing) if table is not None else self._read("profiles", missing)
+            columns.update((name, read.column(name).to_numpy()) for name in missing)
+        return [columns[name] for name in names]
+
     def _own_copy(self, section: str, table: pa.Table) -> pa.Table:
         """A section's rows read from a shared group, copied: a slice would keep every column as long as
         the whole group, symbol rows included (in a flush block of 48 profiles, ~350 KB instead of ~5 KB)."""
@@ -222,8 +291,8 @@ class BlockReader:
         if group not in cache:
             names = ["nodes", "values"] if self.version == 1 else ["nodes", "values", "labelsets"]
             with self._reading:
-                table = self._own_rows("profiles", self._file.read_row_group(self._sections["profiles"][group],
-                                                                             columns=names)).combine_chunks()
+                table = self._own_rows("profiles", self._read_groups([self._sections["profiles"][group]],
+                                                                      names)).combine_chunks()
             nodes = table.column(0).chunk(0)
             offsets = nodes.offsets.to_numpy().astype(np.int64)
             sets = (table.column(2).chunk(0).flatten().to_numpy() if self.version >= 2
@@ -256,12 +325,15 @@ class BlockReader:
 
     @property
     def decoded_bytes(self) -> int:
-        """Memory held by the profile entries decoded so far."""
+        """Memory held by what queries decoded so far: profile entries, trees and profile columns."""
         decoded = tuple(self.__dict__.get("_lists", {}).values())  # a snapshot: queries may be adding to it
         trees = self.__dict__.get("trees")
         tree_bytes = 0 if trees is None else sum(
             a.nbytes for a in (trees.node, trees.value, trees.profile_tree, trees.value_table) if a is not None)
-        return sum(a.nbytes for lists in decoded for a in lists) + tree_bytes
+        columns = tuple(self.__dict__.get("_profile_columns", {}).values())
+        table = self.__dict__.get("profiles")
+        return (sum(a.nbytes for lists in decoded for a in lists) + tree_bytes + sum(a.nbytes for a in columns)
+                + (0 if table is None else table.nbytes))
 
     def entry_parts(self, rows: np.ndarray, weights: np.ndarray | None = None, *, owners: bool = True,
                     label_sets: bool = True) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
@@ -311,7 +383,7 @@ class BlockReader:
         if not table.num_rows:
             empty = np.zeros(0, np.int64)
             return StoredTrees(empty, empty, np.zeros(1, np.int64), np.zeros(0, np.int32), empty,
-                               np.full(self.profiles.num_rows, -1, np.int64), empty)
+                               np.full(self._section_length("profiles"), -1, np.int64), empty)
         nodes = table.column("nodes").chunk(0)
         offsets = nodes.offsets.to_numpy().astype(np.int64)
         trees = StoredTrees(table.column("series_fingerprint").to_numpy().astype(np.int64),
@@ -320,8 +392,8 @@ class BlockReader:
                             # stored, or uint16 when the block's stack has fewer than 65,536 nodes
                             _narrow(nodes.flatten().to_numpy()),
                             *_coded(table.column("values").chunk(0).flatten()))
-        time = self.profiles.column("time_ns").to_numpy()
-        of_row = trees.find(self.profiles.column("series_fingerprint").to_numpy(), time - time % TREE_SPAN_NS)
+        time, fingerprint = self.profile_columns("time_ns", "series_fingerprint")
+        of_row = trees.find(fingerprint, time - time % TREE_SPAN_NS)
         held = np.bincount(of_row[of_row >= 0], minlength=len(trees.fingerprint))
         return dataclasses.replace(trees, profile_tree=of_row, profiles=held)
 
@@ -330,8 +402,9 @@ class BlockReader:
         """The profile rows no pre-merged tree holds (a series' hours too thin for one; every row in a
         block without trees), and their series' fingerprints: what reading a series whole takes besides
         its trees."""
-        rows = np.flatnonzero(self.trees.profile_tree < 0) if self.has_trees else np.arange(self.profiles.num_rows)
-        return rows, self.profiles.column("series_fingerprint").to_numpy()[rows].astype(np.int64)
+        rows = np.flatnonzero(self.trees.profile_tree < 0) if self.has_trees else \
+            np.arange(self._section_length("profiles"))
+        return rows, self.profile_columns("series_fingerprint")[0][rows].astype(np.int64)
 
     # -------------------------------------------------------------------------------------- symbols
 

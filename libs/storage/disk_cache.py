@@ -14,6 +14,7 @@ import logging
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -49,12 +50,27 @@ class DiskCache:
         return self._bytes
 
     def get(self, key: str) -> bytes:
+        return self._part(key, lambda size: (0, size))[0]
+
+    def get_range(self, key: str, start: int, length: int) -> bytes:
+        """A range of the object, which is fetched whole into the cache first if it is not there: the
+        disk holds whole objects, so a query after a restart reads every range from local disk."""
+        return self._part(key, lambda size: (start, length))[0]
+
+    def get_tail(self, key: str, length: int) -> tuple[bytes, int]:
+        return self._part(key, lambda size: (max(0, size - length), length))
+
+    def _part(self, key: str, where: Callable[[int], tuple[int, int]]) -> tuple[bytes, int]:
+        """The bytes at `where(size)` (start, length) of the cached object, or of the object fetched
+        from the source and cached; and the object's size."""
         name = _file_name(key)
-        data = self._read(name)
-        if data is None:
-            data = self._source.get(key)
-            self._write(name, data)
-        return data
+        got = self._read(name, where)
+        if got is not None:
+            return got
+        data = self._source.get(key)
+        self._write(name, data)
+        start, length = where(len(data))
+        return data[start:start + max(length, 0)], len(data)
 
     def _load(self) -> None:
         entries = []
@@ -69,17 +85,20 @@ class DiskCache:
             self._bytes += size
         self._evict()
 
-    def _read(self, name: str) -> bytes | None:
+    def _read(self, name: str, where: Callable[[int], tuple[int, int]]) -> tuple[bytes, int] | None:
         with self._lock:
             if name not in self._files:
                 return None
             self._files.move_to_end(name)
         try:
-            data = (self._dir / name).read_bytes()
+            with open(self._dir / name, "rb") as file:
+                size = os.fstat(file.fileno()).st_size
+                start, length = where(size)
+                data = os.pread(file.fileno(), max(0, min(length, size - start)), start)
         except OSError:  # evicted by another thread, or the disk failed: fetch it again
             return None
         os.utime(self._dir / name)  # recency survives a restart
-        return data
+        return data, size
 
     def _write(self, name: str, data: bytes) -> None:
         if len(data) > self._max_bytes:

@@ -1,8 +1,9 @@
 """The object store: one protocol, its configs, and the one list of built-in backends.
 
-Blocks and debuginfo are written once under a key and read back whole, so the interface is a flat
-key → bytes map with S3 semantics: keys are `/`-separated, `list` is recursive and ordered by key,
-`list_prefixes` goes one level down (like an S3 listing with delimiter "/").
+Blocks and debuginfo are written once under a key and read back whole or, by a query, in the byte
+ranges of the columns it takes, so the interface is a flat key → bytes map with S3 semantics: keys are
+`/`-separated, `list` is recursive and ordered by key, `list_prefixes` goes one level down (like an S3
+listing with delimiter "/").
 """
 
 from __future__ import annotations
@@ -55,6 +56,13 @@ class ObjectStore(Protocol):
 
     def get(self, key: str) -> bytes:
         """The object's bytes; `ObjectNotFound` if there is none."""
+
+    def get_range(self, key: str, start: int, length: int) -> bytes:
+        """`length` bytes of the object from `start` (fewer only past its end); `ObjectNotFound` if
+        there is none. A query reads a block's columns this way (`ranged.RangedObject`)."""
+
+    def get_tail(self, key: str, length: int) -> tuple[bytes, int]:
+        """The object's last `length` bytes (all of it if shorter) and its size, in one request."""
 
     def delete(self, key: str) -> None:
         """Remove the object; deleting a missing key is not an error."""

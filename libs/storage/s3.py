@@ -60,11 +60,26 @@ class S3ObjectStore:
             self._client.put_object(self._bucket, name, file, size, part_size=_FILE_PART_BYTES)
 
     def get(self, key: str) -> bytes:
+        return self._read(key)[0]
+
+    def get_range(self, key: str, start: int, length: int) -> bytes:
+        if length <= 0:
+            return b""
+        return self._read(key, offset=start, length=length)[0]
+
+    def get_tail(self, key: str, length: int) -> tuple[bytes, int]:
+        # A suffix range: the last `length` bytes, or the whole object when shorter; Content-Range
+        # ("bytes 1197670-1263205/1263206") gives the size
+        data, headers = self._read(key, request_headers={"Range": f"bytes=-{max(length, 1)}"})
+        total = (headers.get("Content-Range") or "").rpartition("/")[2]
+        return data, int(total) if total.isdigit() else len(data)
+
+    def _read(self, key: str, **ranges) -> tuple[bytes, dict[str, str]]:
         name = self._name(key)
         with self._errors(key):
-            response = self._client.get_object(self._bucket, name)
+            response = self._client.get_object(self._bucket, name, **ranges)
             try:
-                return response.read()
+                return response.read(), dict(response.headers)
             finally:
                 response.close()
                 response.release_conn()

@@ -272,8 +272,9 @@ def gather_rows(blocks: BlockCache, r: Rows, symbols: QuerySymbols | None = None
 def _header(parts: list[tuple[BlockReader, np.ndarray]]) -> Header:
     if not parts:
         return Header(0, 0, 0)
-    cols = {c: np.concatenate([r.profiles.column(c).to_numpy()[rows] for r, rows in parts])
-            for c in ("period", "time_ns", "duration_ns")}
+    names = ("period", "time_ns", "duration_ns")
+    read = [(r.profile_columns(*names), rows) for r, rows in parts]
+    cols = {c: np.concatenate([columns[i][rows] for columns, rows in read]) for i, c in enumerate(names)}
     if not len(cols["time_ns"]):
         return Header(0, 0, 0)
     start = int(cols["time_ns"].min())

@@ -79,6 +79,19 @@ def test_get_of_a_missing_key_raises_object_not_found(store: ObjectStore) -> Non
     assert caught.value.key == "no/such/key"
 
 
+def test_ranges_and_the_tail_of_an_object_come_with_its_size(store: ObjectStore) -> None:
+    body = bytes(range(256)) * 40  # 10,240 bytes
+    store.put("t/blocks/1/r.parquet", body)
+    assert store.get_range("t/blocks/1/r.parquet", 1000, 300) == body[1000:1300]
+    assert store.get_range("t/blocks/1/r.parquet", 10_200, 100) == body[10_200:]  # past the end: what there is
+    assert store.get_range("t/blocks/1/r.parquet", 0, 0) == b""
+    assert store.get_tail("t/blocks/1/r.parquet", 64) == (body[-64:], len(body))
+    assert store.get_tail("t/blocks/1/r.parquet", 1 << 20) == (body, len(body))  # shorter than asked: all of it
+    for read in (lambda key: store.get_range(key, 0, 10), lambda key: store.get_tail(key, 10)):
+        with pytest.raises(ObjectNotFound, match="no/such/key"):
+            read("no/such/key")
+
+
 def test_list_is_recursive_and_in_key_order(store: ObjectStore) -> None:
     for key in ["t/b/2", "t/a.x", "t/a/1", "u/z"]:
         store.put(key, key.encode())

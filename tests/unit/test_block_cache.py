@@ -97,11 +97,14 @@ def test_a_query_over_more_blocks_than_the_cache_holds_keeps_only_a_few_beyond_i
     alive_at_fetch = []
 
     class Watched:
-        def get(self, key: str) -> bytes:
-            # No gc.collect(): blocks hold no cycles, so the last reference frees one and the count is exact
-            # (a collection per fetch cost a quarter of a second in a full test run).
+        def get_tail(self, key: str, length: int) -> tuple[bytes, int]:
+            # A block's first fetch. No gc.collect(): blocks hold no cycles, so the last reference frees one
+            # and the count is exact (a collection per fetch cost a quarter of a second in a full test run).
             alive_at_fetch.append(len(live))
-            return store.get(key)
+            return store.get_tail(key, length)
+
+        def get_range(self, key: str, start: int, length: int) -> bytes:
+            return store.get_range(key, start, length)
 
     one = BlockCache(store, max_bytes=1 << 30, concurrency=1, paths=PathIndex()).get_many(keys[:1])[keys[0]]
     cache = BlockCache(Watched(), max_bytes=4 * one.memory_bytes(), concurrency=1, paths=PathIndex())

@@ -1,0 +1,121 @@
+"""A query reads a block from a real MinIO in the byte ranges of what it takes: over a compacted block's
+pre-merged trees, its footer, symbols, trees and profile columns, not its profiles' entries; the answer
+is the one the profiles give, and a later query that needs the entries fetches them into the same block."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from infra.minio import MinioServer
+from infra.tinypprof import stacks_pprof
+
+from flamewatch.ingester.config import IngestLimits
+from flamewatch.ingester.prepare import prepare
+from flamewatch.querier.blocks import BlockCache
+from flamewatch.querier.merging import Rows
+from flamewatch.querier.paths import PathIndex
+from flamewatch.querier.premerged import PreMergedTrees
+from flamewatch.querier.sources import LocalBlocks
+from flamewatch.storage.blockformat import TREE_SPAN_NS
+from flamewatch.storage.blockread import BlockReader
+from flamewatch.storage.blockwrite import compact, write_block
+from flamewatch.storage.errors import StorageUnavailable
+from flamewatch.storage.objstore import S3Config, open_object_store
+
+pytestmark = pytest.mark.s3
+
+KEY = "t/blocks/1/2026/01/01/01JBLOCKRANGESTEST00000000.parquet"
+START = 1_767_225_600 * 10**9  # 2026-01-01 00:00 UTC
+
+
+class Counted:
+    """The store, counting the requests a block cache makes of it and the bytes they bring."""
+
+    def __init__(self, store):
+        self.store, self.requests, self.bytes = store, 0, 0
+
+    def get_tail(self, key: str, length: int) -> tuple[bytes, int]:
+        data, size = self.store.get_tail(key, length)
+        self.requests, self.bytes = self.requests + 1, self.bytes + len(data)
+        return data, size
+
+    def get_range(self, key: str, start: int, length: int) -> bytes:
+        data = self.store.get_range(key, start, length)
+        self.requests, self.bytes = self.requests + 1, self.bytes + len(data)
+        return data
+
+
+def _block(monkeypatch) -> bytes:
+    """Two hours of eight series, a CPU profile a minute each with 200 stacks of random counts, compacted
+    with trees into a block whose profiles take several row groups (as a fleet hour block's do)."""
+    rng = np.random.default_rng(7)
+    entries = []
+    for minute in range(120):
+        for series in range(8):
+            stacks = {("main.main", f"main.worker{k % 6}", f"main.step{k}"): int(n)
+                      for k, n in enumerate(rng.poisson(20, 200)) if n}
+            time_ns = START + minute * 60 * 10**9 + series
+            entries += prepare({"service_name": "shop", "instance": f"pod-{series}"},
+                               stacks_pprof(stacks, time_ns), IngestLimits(), time_ns).entries
+    monkeypatch.setattr("flamewatch.storage.blockwrite.PROFILE_GROUP_ENTRIES", 65536)
+    flushed = BlockReader(write_block(entries))
+    return compact([(flushed, np.arange(len(entries)))], trees=True)
+
+
+@pytest.fixture
+def s3(minio: MinioServer, s3_bucket: str):
+    store = open_object_store(S3Config(s3_bucket, minio.endpoint, minio.access_key, minio.secret_key, insecure=True))
+    yield store
+    store.close()
+
+
+def test_a_query_over_trees_fetches_a_fraction_of_the_block_and_answers_as_the_profiles_do(s3, monkeypatch):
+    data = _block(monkeypatch)
+    s3.put(KEY, data)
+    whole = BlockReader(data)
+    assert len(whole._sections["profiles"]) >= 3 and whole.has_trees
+    rows = Rows({0: KEY}, np.zeros(whole.profiles.num_rows, np.int64), np.arange(whole.profiles.num_rows))
+    time = whole.profiles.column("time_ns").to_numpy()
+    assert set((time - time % TREE_SPAN_NS).tolist()) == {START, START + TREE_SPAN_NS}  # the rows take whole hours
+
+    counted = Counted(s3)
+    cache = BlockCache(counted, max_bytes=1 << 30, concurrency=2, paths=PathIndex())
+    try:
+        trees = PreMergedTrees(cache).tree(rows, "functions", None)
+        assert counted.bytes < len(data) * 0.4, (counted.bytes, len(data))
+        # the tail (footer and trees), the symbols, and the profile columns of each row group of profiles
+        assert counted.requests <= 2 + len(whole._sections["profiles"]), counted.requests
+        block = cache.get_many([KEY])[KEY]
+        held = block.reader.nbytes
+        assert counted.bytes <= held < len(data) * 0.4 and block.memory_bytes() > held  # held: whole pages
+
+        fetched = counted.bytes
+        profiles = LocalBlocks(cache).tree(rows, "functions", None)  # every entry: the rest of the block
+        assert counted.bytes - fetched > len(data) * 0.5
+        assert int(profiles.values.sum()) == int(whole.profiles.column("total").to_numpy().sum()) > 0
+        assert trees.values.tolist() == profiles.values.tolist()
+        again = counted.requests
+        LocalBlocks(cache).tree(rows, "functions", None)
+        assert counted.requests == again  # what a block fetched stays with it
+    finally:
+        cache.close()
+
+
+def test_a_store_gone_while_a_cached_block_reads_a_new_range_fails_the_query_with_its_error(s3, minio, monkeypatch):
+    data = _block(monkeypatch)
+    s3.put(KEY, data)
+    n = BlockReader(data).profiles.num_rows
+    rows = Rows({0: KEY}, np.zeros(n, np.int64), np.arange(n))
+    cache = BlockCache(s3, max_bytes=1 << 30, concurrency=1, paths=PathIndex())
+    try:
+        PreMergedTrees(cache).tree(rows, "functions", None)
+        minio.stop()
+        try:
+            assert PreMergedTrees(cache).tree(rows, "functions", None).values.sum() > 0  # all it needs is held
+            with pytest.raises(StorageUnavailable):
+                LocalBlocks(cache).tree(rows, "functions", None)  # the entries were never fetched
+        finally:
+            minio.start()
+        assert int(LocalBlocks(cache).tree(rows, "functions", None).values.sum()) > 0
+    finally:
+        cache.close()

@@ -1,0 +1,72 @@
+"""An object read in ranges: reads anywhere give the object's bytes, ranges asked for together are fetched
+in as few requests as their gaps allow, a range fetched once is not fetched again, and a store that answers
+short is an error naming the object."""
+
+from mmap import PAGESIZE
+
+import pytest
+
+from flamewatch.storage.errors import ObjectNotFound, StorageError
+from flamewatch.storage.filesystem import FilesystemObjectStore
+from flamewatch.storage.ranged import HOLE_BYTES, RangedObject
+
+BODY = bytes(range(256)) * 1000  # 256,000 bytes
+
+
+class Counted:
+    def __init__(self, store, short: bool = False):
+        self.store, self.short, self.ranges = store, short, []
+
+    def get_tail(self, key: str, length: int) -> tuple[bytes, int]:
+        return self.store.get_tail(key, length)
+
+    def get_range(self, key: str, start: int, length: int) -> bytes:
+        self.ranges.append((start, length))
+        data = self.store.get_range(key, start, length)
+        return data[:-1] if self.short else data
+
+
+@pytest.fixture
+def store(tmp_path):
+    store = FilesystemObjectStore(tmp_path)
+    store.put("t/blocks/b", BODY)
+    yield store
+    store.close()
+
+
+def test_reads_anywhere_give_the_bytes_and_a_held_range_is_not_fetched_again(store):
+    source = Counted(store)
+    f = RangedObject(source, "t/blocks/b", tail=1000)
+    assert f.size == len(BODY) and source.ranges == []
+    assert f.read(len(BODY) - 500, 500) == BODY[-500:]  # within the tail read at open
+    assert f.read(10_000, 300) == BODY[10_000:10_300]
+    assert f.read(len(BODY) - 1010, 100) == BODY[-1010:-910]  # half held: only the other half is fetched
+    assert source.ranges == [(10_000, 300), (len(BODY) - 1010, 10)]
+    source.ranges.clear()
+    # three ranges, two of them a small gap apart: two requests; one within a held range: none
+    f.fetch([(50_000, 1000), (51_000 + HOLE_BYTES, 1000), (100_000, 10), (10_100, 100)])
+    assert source.ranges == [(50_000, 2000 + HOLE_BYTES), (100_000, 10)]
+    assert bytes(f.buffer)[50_000:60_000] == BODY[50_000:60_000]
+    assert f.fetches == 5
+    fetched = [(len(BODY) - 1010, len(BODY)), (10_000, 10_300), (50_000, 52_000 + HOLE_BYTES), (100_000, 100_010)]
+    assert f.held_bytes == sum(-(-end // PAGESIZE) * PAGESIZE - start // PAGESIZE * PAGESIZE for start, end in fetched)
+    assert f.read(len(BODY) - 10, 100) == BODY[-10:]  # a read past the end stops at it
+
+
+def test_a_short_answer_names_the_object_and_a_missing_one_fails_at_open(store):
+    f = RangedObject(Counted(store, short=True), "t/blocks/b", tail=10)
+    with pytest.raises(StorageError, match="t/blocks/b: asked for 300 bytes at 0 .* got 299"):
+        f.read(0, 300)
+    with pytest.raises(ObjectNotFound):
+        RangedObject(Counted(store), "t/blocks/missing")
+
+
+def test_a_local_file_is_mapped_not_fetched_and_what_is_read_is_counted(store):
+    f = RangedObject(store, "t/blocks/b", tail=1000)  # the filesystem store maps its files
+    assert f.size == len(BODY) and f.fetches == 0
+    assert f.read(10_000, 300) == BODY[10_000:10_300] and bytes(f.buffer) == BODY
+    assert f.fetches == 0
+    page = lambda start, end: -(-end // PAGESIZE) * PAGESIZE - start // PAGESIZE * PAGESIZE  # noqa: E731
+    assert f.held_bytes == page(len(BODY) - 1000, len(BODY)) + page(10_000, 10_300)
+    store.put("t/blocks/empty", b"")
+    assert RangedObject(store, "t/blocks/empty").size == 0  # an empty file cannot be mapped: fetched instead

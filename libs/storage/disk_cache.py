@@ -50,18 +50,23 @@ class DiskCache:
         return self._bytes
 
     def get(self, key: str) -> bytes:
-        return self._part(key, lambda size: (0, size))[0]
+        parts, _ = self._parts(key, lambda size: [(0, size)])
+        return parts[0]
 
     def get_range(self, key: str, start: int, length: int) -> bytes:
-        """A range of the object, which is fetched whole into the cache first if it is not there: the
-        disk holds whole objects, so a query after a restart reads every range from local disk."""
-        return self._part(key, lambda size: (start, length))[0]
+        return self.get_ranges(key, [(start, length)])[0]
+
+    def get_ranges(self, key: str, ranges: list[tuple[int, int]]) -> list[bytes]:
+        """Ranges of the object, which is fetched whole into the cache first if it is not there: the disk
+        holds whole objects, so a query after a restart reads every range from local disk."""
+        return self._parts(key, lambda size: ranges)[0]
 
     def get_tail(self, key: str, length: int) -> tuple[bytes, int]:
-        return self._part(key, lambda size: (max(0, size - length), length))
+        parts, size = self._parts(key, lambda size: [(max(0, size - length), length)])
+        return parts[0], size
 
-    def _part(self, key: str, where: Callable[[int], tuple[int, int]]) -> tuple[bytes, int]:
-        """The bytes at `where(size)` (start, length) of the cached object, or of the object fetched
+    def _parts(self, key: str, where: Callable[[int], list[tuple[int, int]]]) -> tuple[list[bytes], int]:
+        """The bytes at each (start, length) of `where(size)` of the cached object, or of the object fetched
         from the source and cached; and the object's size."""
         name = _file_name(key)
         got = self._read(name, where)
@@ -69,8 +74,7 @@ class DiskCache:
             return got
         data = self._source.get(key)
         self._write(name, data)
-        start, length = where(len(data))
-        return data[start:start + max(length, 0)], len(data)
+        return [data[start:start + max(length, 0)] for start, length in where(len(data))], len(data)
 
     def _load(self) -> None:
         entries = []
@@ -85,7 +89,7 @@ class DiskCache:
             self._bytes += size
         self._evict()
 
-    def _read(self, name: str, where: Callable[[int], tuple[int, int]]) -> tuple[bytes, int] | None:
+    def _read(self, name: str, where: Callable[[int], list[tuple[int, int]]]) -> tuple[list[bytes], int] | None:
         with self._lock:
             if name not in self._files:
                 return None
@@ -93,12 +97,12 @@ class DiskCache:
         try:
             with open(self._dir / name, "rb") as file:
                 size = os.fstat(file.fileno()).st_size
-                start, length = where(size)
-                data = os.pread(file.fileno(), max(0, min(length, size - start)), start)
+                parts = [os.pread(file.fileno(), max(0, min(length, size - start)), start)
+                         for start, length in where(size)]
         except OSError:  # evicted by another thread, or the disk failed: fetch it again
             return None
         os.utime(self._dir / name)  # recency survives a restart
-        return data, size
+        return parts, size
 
     def _write(self, name: str, data: bytes) -> None:
         if len(data) > self._max_bytes:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import mmap
 import os
 import tempfile
 from collections.abc import Callable, Iterator
@@ -65,22 +64,17 @@ class FilesystemObjectStore:
             raise StorageError(f"cannot read object {key}: {exc}") from exc
 
     def get_range(self, key: str, start: int, length: int) -> bytes:
+        return self.get_ranges(key, [(start, length)])[0]
+
+    def get_ranges(self, key: str, ranges: list[tuple[int, int]]) -> list[bytes]:
         with self._open(key) as file:
-            return os.pread(file.fileno(), length, start)
+            return [os.pread(file.fileno(), max(length, 0), start) for start, length in ranges]
 
     def get_tail(self, key: str, length: int) -> tuple[bytes, int]:
         with self._open(key) as file:
             size = os.fstat(file.fileno()).st_size
             start = max(0, size - length)
             return os.pread(file.fileno(), size - start, start), size
-
-    def map(self, key: str) -> mmap.mmap | None:
-        """The object's file mapped read-only into memory (None if it is empty): a query reads a block in
-        place, the kernel bringing in the pages it touches (`ranged.RangedObject`)."""
-        with self._open(key) as file:
-            if not os.fstat(file.fileno()).st_size:
-                return None
-            return mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
 
     @contextlib.contextmanager
     def _open(self, key: str) -> Iterator[BinaryIO]:

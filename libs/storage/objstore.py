@@ -61,6 +61,10 @@ class ObjectStore(Protocol):
         """`length` bytes of the object from `start` (fewer only past its end); `ObjectNotFound` if
         there is none. A query reads a block's columns this way (`ranged.RangedObject`)."""
 
+    def get_ranges(self, key: str, ranges: list[tuple[int, int]]) -> list[bytes]:
+        """`get_range` of each (start, length), in one call: the filesystem store reads them through one open
+        file, S3 asks for each."""
+
     def get_tail(self, key: str, length: int) -> tuple[bytes, int]:
         """The object's last `length` bytes (all of it if shorter) and its size, in one request."""
 

@@ -6,16 +6,17 @@ sets, values) are 1.1 MB; a query over the block's trees needs 0.25 MB of it. Fe
 such blocks took 3-4 times `flamewatch all`'s 256 MiB cache, and every warm query of the week fetched and
 parsed them all again (1.6 s where 0.1 s answer it when the blocks fit).
 
-Of a store that keeps objects as local files (`FilesystemObjectStore.map`, the embedded default), the
-object is its file mapped into memory: the kernel reads the pages a read touches, and the ranges read are
-only counted (`held_bytes`). Of any other store (S3, or its disk cache), it is a buffer of its size in an
-anonymous memory map, whose pages take memory only once written, holding the ranges fetched so far. Either
-way the Parquet reader reads memory, natively: through a Python file object it called back into Python for
-every read, and blocks read in parallel threads waited on each other for the interpreter. So the reader
-says first which ranges a read takes (`fetch`): the footer's, each column chunk's. The object opens with
-its last `TAIL_BYTES` (one request, which also gives its size), where the footer is; ranges asked for
-together are fetched in as few requests as their gaps allow; a range fetched stays, since a block is
-immutable, and entries a query decoded and let go of are decoded again without a fetch.
+The object is a buffer of its size in an anonymous memory map, whose pages take memory only once
+written, holding the ranges fetched so far (an object that came whole with its tail, a flush block, is
+kept as it came). The Parquet reader reads it as memory, natively: through a Python file object it called
+back into Python for every read, and blocks read in parallel threads waited on each other for the
+interpreter. So the reader says first which ranges a read takes (`fetch`): the footer's, each column
+chunk's. The object opens with its last `TAIL_BYTES` (one request, which also gives its size), where the
+footer is; ranges asked for together are fetched in one call of the store, in as few requests as their
+gaps allow (the filesystem store reads them all through one open file); a range fetched stays, since a
+block is immutable, and entries a query decoded and let go of are decoded again without a fetch. A local
+file is not mapped in place: a map holds an open file descriptor, and a cache of a few thousand blocks
+would reach the process's limit on them.
 
 A block is read after it was opened only while the index lists it, or by a query that began before
 compaction retired it, and a retired block's object is deleted 10 minutes later (`retired_grace_s`, longer
@@ -43,10 +44,9 @@ _PAGE = mmap.PAGESIZE
 
 
 class RangeSource(Protocol):
-    """What reading an object in ranges needs from a store (see `objstore.ObjectStore`); a store of local
-    files also has `map(key) -> mmap | None` (None for an empty file), used instead."""
+    """What reading an object in ranges needs from a store (see `objstore.ObjectStore`)."""
 
-    def get_range(self, key: str, start: int, length: int) -> bytes: ...
+    def get_ranges(self, key: str, ranges: list[tuple[int, int]]) -> list[bytes]: ...
 
     def get_tail(self, key: str, length: int) -> tuple[bytes, int]: ...
 
@@ -59,23 +59,23 @@ class RangedObject:
         self._source = source
         self._held: list[tuple[int, int]] = []  # [start, end) ranges fetched: sorted, apart
         self._lock = threading.Lock()
-        mapped = getattr(source, "map", None)
-        self._file = mapped(key) if mapped is not None else None
-        if self._file is not None:  # a local file: the kernel reads what is read, the ranges are only counted
-            self._map, self.size, self.fetches = self._file, len(self._file), 0
-            first = max(0, self.size - tail) // _PAGE * _PAGE
-            self._file.madvise(mmap.MADV_WILLNEED, first, self.size - first)
-            self._put(max(0, self.size - tail), b"", self.size)
+        data, self.size = source.get_tail(key, tail)
+        self.fetches = 1
+        if len(data) == self.size:
+            # The whole object came with its tail (a flush block): kept as it came, not in a map of its own,
+            # of which a process may have some 65,000 (vm.max_map_count) while a cache holds thousands of these
+            self._map: bytes | mmap.mmap = data
+            self._held = [(0, self.size)]
         else:
-            data, self.size = source.get_tail(key, tail)
-            self._map = mmap.mmap(-1, max(self.size, 1))
-            self.fetches = 1
+            self._map = mmap.mmap(-1, self.size)
             self._put(self.size - len(data), data)
-        self.buffer = pa.py_buffer(self._map).slice(0, self.size)
+        self.buffer = pa.py_buffer(self._map)
 
     @property
     def held_bytes(self) -> int:
         """Memory the fetched ranges take: the pages of the map they were written to."""
+        if isinstance(self._map, bytes):
+            return self.size
         with self._lock:
             return sum(-(-end // _PAGE) * _PAGE - start // _PAGE * _PAGE for start, end in self._held)
 
@@ -86,7 +86,7 @@ class RangedObject:
 
     def fetch(self, ranges: Iterable[tuple[int, int]]) -> None:
         """Fetch the (start, length) ranges not held yet, in as few requests as gaps of up to
-        `HOLE_BYTES` allow, and keep them."""
+        `HOLE_BYTES` allow (in one call of the store), and keep them."""
         wanted = sorted((max(0, s), min(s + n, self.size)) for s, n in ranges if n > 0 and s < self.size)
         merged: list[list[int]] = []
         for start, end in wanted:
@@ -94,20 +94,17 @@ class RangedObject:
                 merged[-1][1] = max(merged[-1][1], end)
             else:
                 merged.append([start, end])
-        for start, end in merged:
-            for gap_start, gap_end in self._missing(start, end):
-                if self._file is not None:  # the kernel reads the pages ahead, as a fetch would
-                    first = gap_start // _PAGE * _PAGE
-                    self._file.madvise(mmap.MADV_WILLNEED, first, gap_end - first)
-                    self._put(gap_start, b"", gap_end)
-                    continue
-                data = self._source.get_range(self.key, gap_start, gap_end - gap_start)
-                if len(data) != gap_end - gap_start:
-                    raise StorageError(f"object {self.key}: asked for {gap_end - gap_start} bytes at {gap_start} "
-                                       f"of {self.size}, got {len(data)} (was it replaced while being read?)")
-                self._put(gap_start, data)
-                with self._lock:
-                    self.fetches += 1
+        gaps = [gap for start, end in merged for gap in self._missing(start, end)]
+        if not gaps:
+            return
+        got = self._source.get_ranges(self.key, [(start, end - start) for start, end in gaps])
+        for (start, end), data in zip(gaps, got, strict=True):
+            if len(data) != end - start:
+                raise StorageError(f"object {self.key}: asked for {end - start} bytes at {start} of {self.size}, "
+                                   f"got {len(data)} (was it replaced while being read?)")
+            self._put(start, data)
+        with self._lock:
+            self.fetches += len(gaps)
 
     def _missing(self, start: int, end: int) -> list[tuple[int, int]]:
         """The parts of [start, end) not held."""
@@ -123,12 +120,10 @@ class RangedObject:
                 gaps.append((at, end))
             return gaps
 
-    def _put(self, start: int, data: bytes, end: int | None = None) -> None:
-        """Keep `data` at `start` (of a mapped file: count [start, end) as read)."""
-        end = start + len(data) if end is None else end
+    def _put(self, start: int, data: bytes) -> None:
+        end = start + len(data)
         with self._lock:
-            if data:
-                self._map[start:end] = data
+            self._map[start:end] = data  # type: ignore[index]
             held = self._held
             i = bisect.bisect_left(held, (start,))
             if i and held[i - 1][1] >= start:  # touches the range before: join it

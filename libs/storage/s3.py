@@ -67,6 +67,9 @@ class S3ObjectStore:
             return b""
         return self._read(key, offset=start, length=length)[0]
 
+    def get_ranges(self, key: str, ranges: list[tuple[int, int]]) -> list[bytes]:
+        return [self.get_range(key, start, length) for start, length in ranges]
+
     def get_tail(self, key: str, length: int) -> tuple[bytes, int]:
         # A suffix range: the last `length` bytes, or the whole object when shorter; Content-Range
         # ("bytes 1197670-1263205/1263206") gives the size

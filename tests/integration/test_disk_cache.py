@@ -32,12 +32,18 @@ def test_a_block_read_once_is_served_from_disk_when_the_object_store_is_down(s3,
     try:
         restarted = DiskCache(s3, tmp_path / "cache", max_bytes=10_000)  # a new querier process
         assert restarted.get("t/blocks/1/a.parquet") == b"A" * 1000
+        # a query reads ranges (`ranged.RangedObject`): from the local copy too
+        assert restarted.get_ranges("t/blocks/1/a.parquet", [(0, 10), (995, 10)]) == [b"A" * 10, b"A" * 5]
+        assert restarted.get_tail("t/blocks/1/a.parquet", 64) == (b"A" * 64, 1000)
         with pytest.raises(StorageUnavailable):
             restarted.get("t/blocks/1/other.parquet")  # not cached: the store's own error
     finally:
         minio.start()
     with pytest.raises(ObjectNotFound):
         cache.get("t/blocks/1/missing.parquet")
+    s3.put("t/blocks/1/b.parquet", b"B" * 3000)
+    assert cache.get_range("t/blocks/1/b.parquet", 2990, 100) == b"B" * 10  # fetched whole and kept
+    assert cache.nbytes == 4000
 
 
 def test_the_least_recently_read_blocks_go_first_and_the_bound_holds(s3, tmp_path: Path) -> None:

@@ -85,9 +85,12 @@ def test_ranges_and_the_tail_of_an_object_come_with_its_size(store: ObjectStore)
     assert store.get_range("t/blocks/1/r.parquet", 1000, 300) == body[1000:1300]
     assert store.get_range("t/blocks/1/r.parquet", 10_200, 100) == body[10_200:]  # past the end: what there is
     assert store.get_range("t/blocks/1/r.parquet", 0, 0) == b""
+    assert store.get_ranges("t/blocks/1/r.parquet", [(5, 10), (9000, 2000), (0, 1)]) == [body[5:15], body[9000:],
+                                                                                        body[:1]]
     assert store.get_tail("t/blocks/1/r.parquet", 64) == (body[-64:], len(body))
     assert store.get_tail("t/blocks/1/r.parquet", 1 << 20) == (body, len(body))  # shorter than asked: all of it
-    for read in (lambda key: store.get_range(key, 0, 10), lambda key: store.get_tail(key, 10)):
+    for read in (lambda key: store.get_range(key, 0, 10), lambda key: store.get_ranges(key, [(0, 10)]),
+                 lambda key: store.get_tail(key, 10)):
         with pytest.raises(ObjectNotFound, match="no/such/key"):
             read("no/such/key")
 

@@ -103,8 +103,8 @@ def test_a_query_over_more_blocks_than_the_cache_holds_keeps_only_a_few_beyond_i
             alive_at_fetch.append(len(live))
             return store.get_tail(key, length)
 
-        def get_range(self, key: str, start: int, length: int) -> bytes:
-            return store.get_range(key, start, length)
+        def get_ranges(self, key: str, ranges: list[tuple[int, int]]) -> list[bytes]:
+            return store.get_ranges(key, ranges)
 
     one = BlockCache(store, max_bytes=1 << 30, concurrency=1, paths=PathIndex()).get_many(keys[:1])[keys[0]]
     cache = BlockCache(Watched(), max_bytes=4 * one.memory_bytes(), concurrency=1, paths=PathIndex())

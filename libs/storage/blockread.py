@@ -166,6 +166,7 @@ class BlockReader:
                 opening += self._ranges(self._sections["trees"], ["series_fingerprint", "time_ns", "nodes", "values"])
                 opening += self._ranges(self._sections["profiles"], ["series_fingerprint", "time_ns"])
             self._ranged.fetch(opening)
+            self._ranged.close_window()
 
     def _ranges(self, groups: Iterable[int], columns: list[str] | None) -> list[tuple[int, int]]:
         """(start, length) of the column chunks (all with `columns` None) of the row groups."""

@@ -12,11 +12,12 @@ kept as it came). The Parquet reader reads it as memory, natively: through a Pyt
 back into Python for every read, and blocks read in parallel threads waited on each other for the
 interpreter. So the reader says first which ranges a read takes (`fetch`): the footer's, each column
 chunk's. The object opens with its last `TAIL_BYTES` (one request, which also gives its size), where the
-footer is; ranges asked for together are fetched in one call of the store, in as few requests as their
-gaps allow (the filesystem store reads them all through one open file); a range fetched stays, since a
-block is immutable, and entries a query decoded and let go of are decoded again without a fetch. A local
-file is not mapped in place: a map holds an open file descriptor, and a cache of a few thousand blocks
-would reach the process's limit on them.
+footer is. Ranges asked for together are fetched in one call of the store, in as few requests as their
+gaps allow: gaps of up to 8 KiB from a local file (read through one open file), of up to 1 MiB from S3,
+where a request's round trip costs what a megabyte does (the bytes of a gap are dropped, not kept). A
+range fetched stays, since a block is immutable, and entries a query decoded and let go of are decoded
+again without a fetch. A local file is not mapped in place: a map holds an open file descriptor, and a
+cache of a few thousand blocks would reach the process's limit on them.
 
 A block is read after it was opened only while the index lists it, or by a query that began before
 compaction retired it, and a retired block's object is deleted 10 minutes later (`retired_grace_s`, longer
@@ -38,7 +39,8 @@ from flamewatch.storage.errors import StorageError
 
 # A Parquet footer and, in a compacted block, the trees row group before it, in the request that opens it
 TAIL_BYTES = 64 * 1024
-# Ranges asked for together whose gap is at most this are fetched as one (as pyarrow coalesces reads)
+# Ranges asked for together whose gap is at most this are fetched in one request (as pyarrow coalesces
+# reads), unless the store says otherwise (`range_hole_bytes`: S3, where a request costs what a megabyte does)
 HOLE_BYTES = 8 * 1024
 _PAGE = mmap.PAGESIZE
 
@@ -59,17 +61,26 @@ class RangedObject:
         self._source = source
         self._held: list[tuple[int, int]] = []  # [start, end) ranges fetched: sorted, apart
         self._lock = threading.Lock()
-        data, self.size = source.get_tail(key, tail)
+        # A store whose requests cost more (S3) sends up to `range_open_bytes` at open, whole blocks mostly:
+        # the reader's first fetches are served from it (`close_window`), and only what they took is kept
+        opening = max(tail, getattr(source, "range_open_bytes", tail))
+        data, self.size = source.get_tail(key, opening)
         self.fetches = 1
-        if len(data) == self.size:
+        if self.size <= tail:
             # The whole object came with its tail (a flush block): kept as it came, not in a map of its own,
             # of which a process may have some 65,000 (vm.max_map_count) while a cache holds thousands of these
             self._map: bytes | mmap.mmap = data
             self._held = [(0, self.size)]
+            self._window: tuple[int, bytes] | None = None
         else:
             self._map = mmap.mmap(-1, self.size)
-            self._put(self.size - len(data), data)
+            self._window = (self.size - len(data), data)
+            self._put(self.size - min(tail, len(data)), data[len(data) - min(tail, len(data)):])
         self.buffer = pa.py_buffer(self._map)
+
+    def close_window(self) -> None:
+        """Drop what came at open beyond the tail and was not fetched since (`range_open_bytes`)."""
+        self._window = None
 
     @property
     def held_bytes(self) -> int:
@@ -85,26 +96,33 @@ class RangedObject:
         return self._map[start:min(start + length, self.size)]
 
     def fetch(self, ranges: Iterable[tuple[int, int]]) -> None:
-        """Fetch the (start, length) ranges not held yet, in as few requests as gaps of up to
-        `HOLE_BYTES` allow (in one call of the store), and keep them."""
+        """Fetch the (start, length) ranges not held yet and keep them: in one call of the store, one
+        request for each run of ranges whose gaps are at most the store's `range_hole_bytes` (the bytes
+        of a gap are fetched with them and dropped)."""
+        hole = getattr(self._source, "range_hole_bytes", HOLE_BYTES)
         wanted = sorted((max(0, s), min(s + n, self.size)) for s, n in ranges if n > 0 and s < self.size)
-        merged: list[list[int]] = []
-        for start, end in wanted:
-            if merged and start - merged[-1][1] <= HOLE_BYTES:
-                merged[-1][1] = max(merged[-1][1], end)
+        missing = [gap for start, end in wanted for gap in self._missing(start, end)]
+        requests: list[list[tuple[int, int]]] = []  # the missing parts each request brings
+        for start, end in missing:
+            if requests and start - requests[-1][-1][1] <= hole:
+                requests[-1].append((start, end))
             else:
-                merged.append([start, end])
-        gaps = [gap for start, end in merged for gap in self._missing(start, end)]
-        if not gaps:
+                requests.append([(start, end)])
+        if not requests:
             return
-        got = self._source.get_ranges(self.key, [(start, end - start) for start, end in gaps])
-        for (start, end), data in zip(gaps, got, strict=True):
-            if len(data) != end - start:
-                raise StorageError(f"object {self.key}: asked for {end - start} bytes at {start} of {self.size}, "
+        spans = [(parts[0][0], max(end for _, end in parts)) for parts in requests]
+        window = self._window
+        if window is not None and all(window[0] <= start for start, _ in spans):  # it came at open
+            got = [window[1][start - window[0]:end - window[0]] for start, end in spans]
+        else:
+            got = self._source.get_ranges(self.key, [(start, end - start) for start, end in spans])
+            self.fetches += len(spans)
+        for (first, end), parts, data in zip(spans, requests, got, strict=True):
+            if len(data) != end - first:
+                raise StorageError(f"object {self.key}: asked for {end - first} bytes at {first} of {self.size}, "
                                    f"got {len(data)} (was it replaced while being read?)")
-            self._put(start, data)
-        with self._lock:
-            self.fetches += len(gaps)
+            for start, stop in parts:
+                self._put(start, data[start - first:stop - first])
 
     def _missing(self, start: int, end: int) -> list[tuple[int, int]]:
         """The parts of [start, end) not held."""

@@ -36,6 +36,14 @@ _FILE_PART_BYTES = 16 << 20
 class S3ObjectStore:
     """An `ObjectStore` in one bucket, created at open if missing."""
 
+    # A block read in ranges (`ranged.RangedObject`) comes with up to `range_open_bytes` of its end at open,
+    # which its first reads take from, keeping only what they read; later ranges up to `range_hole_bytes`
+    # apart come in one request. A round trip to S3 costs about what a megabyte of transfer does: a week of
+    # a 100-series fleet's hour blocks (1.26 MB) from MinIO on this machine took 1.84 s in 6 requests a
+    # block with 8 KiB gaps, 1.44 s in 2 with 1 MiB gaps, and 1.0 s fetched whole.
+    range_open_bytes = 4 << 20
+    range_hole_bytes = 1 << 20
+
     def __init__(self, config: S3Config) -> None:
         self._config = config
         self._bucket = config.bucket

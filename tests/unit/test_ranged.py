@@ -46,9 +46,13 @@ def test_reads_anywhere_give_the_bytes_and_a_held_range_is_not_fetched_again(sto
     # three ranges, two of them a small gap apart: two requests; one within a held range: none
     f.fetch([(50_000, 1000), (51_000 + HOLE_BYTES, 1000), (100_000, 10), (10_100, 100)])
     assert source.ranges == [(50_000, 2000 + HOLE_BYTES), (100_000, 10)]
-    assert bytes(f.buffer)[50_000:60_000] == BODY[50_000:60_000]
+    held = bytes(f.buffer)
+    assert held[50_000:51_000] == BODY[50_000:51_000] and held[51_000 + HOLE_BYTES:52_000 + HOLE_BYTES] == \
+        BODY[51_000 + HOLE_BYTES:52_000 + HOLE_BYTES]
+    assert held[51_000:51_000 + HOLE_BYTES] == bytes(HOLE_BYTES)  # the gap came with them and was dropped
     assert f.fetches == 5
-    fetched = [(len(BODY) - 1010, len(BODY)), (10_000, 10_300), (50_000, 52_000 + HOLE_BYTES), (100_000, 100_010)]
+    fetched = [(len(BODY) - 1010, len(BODY)), (10_000, 10_300), (50_000, 51_000),
+               (51_000 + HOLE_BYTES, 52_000 + HOLE_BYTES), (100_000, 100_010)]
     assert f.held_bytes == sum(-(-end // PAGESIZE) * PAGESIZE - start // PAGESIZE * PAGESIZE for start, end in fetched)
     assert f.read(len(BODY) - 10, 100) == BODY[-10:]  # a read past the end stops at it
 
@@ -69,3 +73,24 @@ def test_an_object_that_comes_whole_with_its_tail_is_kept_as_it_came(store):
     assert f.read(100, 50) == BODY[100:150] and source.ranges == []
     store.put("t/blocks/empty", b"")
     assert RangedObject(source, "t/blocks/empty").size == 0
+
+
+def test_a_store_whose_requests_cost_more_takes_wider_gaps_in_one_request(store):
+    source = Counted(store)
+    source.range_hole_bytes = 100_000  # as S3's store says
+    f = RangedObject(source, "t/blocks/b", tail=1000)
+    f.fetch([(0, 100), (50_000, 100), (180_000, 100)])
+    assert source.ranges == [(0, 50_100), (180_000, 100)] and f.fetches == 3
+    assert f.read(50_000, 100) == BODY[50_000:50_100] and f.fetches == 3
+    assert bytes(f.buffer)[1000:2000] == bytes(1000)  # not asked for: not kept
+
+
+def test_what_came_at_open_serves_the_first_fetches_and_only_what_they_took_is_kept(store):
+    source = Counted(store)
+    source.range_open_bytes = len(BODY)  # as S3's store says: the whole object at open
+    f = RangedObject(source, "t/blocks/b", tail=1000)
+    f.fetch([(0, 100), (200_000, 100)])
+    assert source.ranges == [] and f.fetches == 1 and f.read(200_000, 100) == BODY[200_000:200_100]
+    assert bytes(f.buffer)[1000:2000] == bytes(1000)  # came, was not asked for: not kept
+    f.close_window()
+    assert f.read(1000, 10) == BODY[1000:1010] and source.ranges == [(1000, 10)] and f.fetches == 2

@@ -61,15 +61,22 @@ def web_security(args: argparse.Namespace):
 
 
 def open_storage(stack: contextlib.AsyncExitStack, config: StorageConfig):
-    from flamewatch.storage.objstore import open_object_store
     from flamewatch.storage.postgres import open_database
 
     db = open_database(config.postgres)
     stack.callback(db.close)
-    store = open_object_store(config.object_store)
+    store = open_counted_store(config.object_store)
     stack.callback(store.close)
     log.info("object store: %s", config.object_store)
     return store, db
+
+
+def open_counted_store(config):
+    """The object store `config` names, its calls counted in the process's /metrics."""
+    from flamewatch.storage.instrumented import InstrumentedStore
+    from flamewatch.storage.objstore import backend_name, open_object_store
+
+    return InstrumentedStore(open_object_store(config), backend_name(config))
 
 
 def config_loader(path: str):

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from flamewatch.cli import flags
-from flamewatch.cli.process import listen, run, serve
+from flamewatch.cli.process import listen, open_counted_store, run, serve
 from flamewatch.cli.web import client_flags, use_client_flags
 
 
@@ -83,11 +83,10 @@ def run_symbolizer(args: argparse.Namespace) -> int:
 
     async def main(stack: contextlib.AsyncExitStack) -> None:
         from flamewatch.rpc.readiness import Check, Readiness
-        from flamewatch.storage.objstore import open_object_store
         from flamewatch.symbolizer.assemble import assemble
 
         listeners = listen(args, stack, config.http_address, config.grpc_address)
-        store = open_object_store(flags.storage_config(args).object_store)  # no Postgres: it keeps nothing there
+        store = open_counted_store(flags.storage_config(args).object_store)  # no Postgres: it keeps nothing there
         stack.callback(store.close)
         await serve(args, listeners, assemble(stack, store, config),
                     ready=Readiness([Check("object store", store.ping)]))

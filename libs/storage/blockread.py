@@ -290,10 +290,9 @@ class BlockReader:
         and kept (nodes and label sets as they are stored, int32)."""
         cache = self.__dict__.setdefault("_lists", {})
         if group not in cache:
-            names = ["nodes", "values"] if self.version == 1 else ["nodes", "values", "labelsets"]
             with self._reading:
                 table = self._own_rows("profiles", self._read_groups([self._sections["profiles"][group]],
-                                                                      names)).combine_chunks()
+                                                                      self._entry_columns)).combine_chunks()
             nodes = table.column(0).chunk(0)
             offsets = nodes.offsets.to_numpy().astype(np.int64)
             sets = (table.column(2).chunk(0).flatten().to_numpy() if self.version >= 2
@@ -301,6 +300,10 @@ class BlockReader:
             cache[group] = (offsets - offsets[0], nodes.flatten().to_numpy(), sets,
                             table.column(1).chunk(0).flatten().to_numpy())
         return cache[group]
+
+    @property
+    def _entry_columns(self) -> list[str]:
+        return ["nodes", "values"] if self.version == 1 else ["nodes", "values", "labelsets"]
 
     def release_entries(self) -> None:
         """Let go of the profile entries decoded so far (they are decoded again if asked for)."""
@@ -342,6 +345,13 @@ class BlockReader:
         owners or label sets not asked for are None (a merge needs neither)."""
         rows = np.asarray(rows, np.int64)
         group = np.searchsorted(self._group_starts, rows, side="right") - 1
+        if self._ranged is not None:
+            # The entries of every row group the rows are in, fetched together before the first is decoded: in
+            # as few requests as their gaps allow (one, from S3), not one for each row group as it is folded
+            decoded = self.__dict__.get("_lists", {})
+            wanted = [self._sections["profiles"][g] for g in np.unique(group).tolist() if g not in decoded]
+            if len(wanted) > 1:
+                self._ranged.fetch(self._ranges(wanted, self._entry_columns))
         order = np.argsort(group, kind="stable")
         bounds = np.flatnonzero(np.r_[True, group[order][1:] != group[order][:-1], True]) if len(rows) else [0]
         for lo, hi in zip(bounds[:-1], bounds[1:]):

@@ -108,6 +108,11 @@ def open_object_store(config: S3Config | FilesystemConfig) -> ObjectStore:
     return opener(config)
 
 
+def backend_name(config: S3Config | FilesystemConfig) -> str:
+    """The backend's name in logs and metrics: "s3" or "filesystem"."""
+    return {S3Config: "s3", FilesystemConfig: "filesystem"}[type(config)]
+
+
 def _backends() -> dict[type, Callable[..., ObjectStore]]:
     """The one list of built-in backends, config type → opener."""
     return {

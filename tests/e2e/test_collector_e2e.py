@@ -16,6 +16,7 @@ import pytest
 from e2e.calls import rest
 from e2e.cluster import FLAMEWATCH, Cluster
 from infra.ports import free_port
+from prometheus_client.parser import text_string_to_metric_families
 
 from flamewatch.api.flamewatch.v1 import collector_pb2, collector_pb2_grpc
 
@@ -164,11 +165,26 @@ def test_four_services_as_processes_answer_through_the_frontend(cluster: Cluster
     metrics = httpx.get(cluster.querier_url + "/metrics").text
     assert 'flamewatch_query_seconds_count{kind="flamegraph"}' in metrics
     assert 'flamewatch_request_errors_total{code="INVALID_ARGUMENT"}' in metrics
+    # the blocks the answer came from were read from MinIO, and the ingester wrote them there
+    assert _sample(metrics, "flamewatch_objstore_read_ranges_total", backend="s3") > 0
+    assert _sample(metrics, "flamewatch_objstore_read_bytes_total", backend="s3") > 0
+    written = httpx.get(cluster.ingester_url + "/metrics").text
+    assert _sample(written, "flamewatch_objstore_written_bytes_total", backend="s3") > 0
+    assert _sample(written, "flamewatch_objstore_operations_total", backend="s3", operation="put") > 0
     targets = httpx.get(frontend + "/api/v1/targets").json()["data"]["activeTargets"]  # from the collector
     assert {t["scrapePool"] for t in targets} == {"demo"}
     page = httpx.get(frontend + "/")
     assert page.status_code == 200 and "The web UI is not built" in page.text
     assert httpx.get(frontend + "/assets/../../etc/passwd").status_code == 404
+
+
+def _sample(text: str, name: str, **labels: str) -> float:
+    """The value of one sample of a /metrics page (0 when it has none)."""
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and sample.labels == labels:
+                return sample.value
+    return 0.0
 
 
 def test_the_page_without_a_ui_links_only_to_what_the_frontend_serves(frontend):

@@ -89,6 +89,15 @@ class MinioServer:
         return Minio(self.endpoint, access_key=self.access_key, secret_key=self.secret_key,
                      secure=False, http_client=http)
 
+    def requests(self, api: str = "GetObject") -> int:
+        """How many requests of an S3 API (`GetObject`, `PutObject`, ...) the server has answered since it
+        started, as its own metrics count them (`minio_api_requests_total`)."""
+        url = f"http://{self.endpoint}/minio/metrics/v3/api/requests"
+        with urllib.request.urlopen(url, timeout=10) as response:
+            text = response.read().decode()
+        prefix = f'minio_api_requests_total{{name="{api}",'
+        return sum(int(float(line.rsplit(" ", 1)[1])) for line in text.splitlines() if line.startswith(prefix))
+
     def create_bucket(self, name: str) -> None:
         self.client().make_bucket(name)
 
@@ -107,6 +116,7 @@ class MinioServer:
             "MINIO_ROOT_USER": self.access_key,
             "MINIO_ROOT_PASSWORD": self.secret_key,
             "MINIO_UPDATE": "off",
+            "MINIO_PROMETHEUS_AUTH_TYPE": "public",  # its metrics readable without a token (`requests`)
         }
 
     def _wait_until_live(self) -> None:

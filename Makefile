@@ -30,6 +30,7 @@ PROMETHEUS_VERSION := v0.316.0
 PROMETHEUS := $(CACHE)/bin/prometheus
 ETCD := /usr/bin/etcd
 PYTEST_ARGS ?=
+LONG_RANGE_ARGS ?=
 # pytest-xdist workers make test spreads the tests over (0: one process); most tests wait on servers they start,
 # so two keep both cores of a small machine busy. Which tests share a worker: tests/conftest.py.
 TEST_WORKERS ?= 2
@@ -317,8 +318,9 @@ bench-restart: test-deps
 # cold, the fleet's, the month's totals, what trees add to the blocks and a merge split over 2 querier
 # replicas, each figure beside the raw profiles' (about 10 minutes more). Niced (the machine is shared): the
 # server's CPU per query and the load average are written beside the times.
-bench-long-range: deps
-	nice $(PY) bench/long_range.py
+# LONG_RANGE_ARGS: e.g. `--phases s3 --runs 3` (`.venv/bin/python bench/long_range.py --help`)
+bench-long-range: test-deps
+	nice $(PY) bench/long_range.py $(LONG_RANGE_ARGS)
 
 # The web UI's figures of issue 23 (bench/ui.py), in Debian's headless chromium through Playwright: the built
 # UI's size raw and gzipped, the time from opening the page to a drawn 1-hour CPU flamegraph (median of 5

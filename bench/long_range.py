@@ -29,7 +29,12 @@ Measures, each the median of `--runs` (5):
    querier (nearly the same tree to answer: the part of the query that is not the merge);
    and the replicas' capacity: 4 clients asking the same merge twice each at once, of one querier, then of
    two at their defaults (no peers), each client's queries to each in turn, timed until every answer is in;
-6. when `flamewatch all` has `--query.workers`: the fleet's merge with `--query.workers 0` against its default.
+6. when `flamewatch all` has `--query.workers`: the fleet's merge with `--query.workers 0` against its default;
+7. the month's and the fleet's flamegraphs on one `flamewatch querier` at its defaults reading the blocks from
+   S3 (a MinIO on this machine, the blocks uploaded into it; the index in the data directory's Postgres),
+   cold (a fresh querier, MinIO's files dropped from the page cache; the index warm) and warm, with the
+   requests and bytes each cold query took of S3 (the querier's `flamewatch_objstore_*` metrics). On this
+   machine a request costs a loopback round trip; a cloud bucket's first byte takes some 10-50 ms more.
 
 Each warm figure comes with the server's CPU per query and what its block cache held afterwards.
 Where the time goes: one cold month query and the warm month and fleet queries over pre-merged trees,
@@ -48,6 +53,7 @@ import dataclasses
 import functools
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -58,6 +64,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "bench")]
@@ -68,9 +75,10 @@ import report  # noqa: E402
 import whereitgoes  # noqa: E402
 from corpus import load_or_capture  # noqa: E402
 from demo_cost import children  # noqa: E402
+from infra.minio import MinioServer  # noqa: E402
 from querytiming import CPU, Query, flamegraph, fmt_ms, once, stats, timed, warm  # noqa: E402
 from report import Goal, Row, row  # noqa: E402
-from stack import Stack, cpu_seconds  # noqa: E402
+from stack import BUCKET, Stack, cpu_seconds  # noqa: E402
 
 from flamewatch.querier.config import QuerierConfig  # noqa: E402
 from flamewatch.storage.postgres import PostgresConfig, open_database  # noqa: E402
@@ -256,13 +264,23 @@ class DataDirStack(Stack):
 
 
 @contextlib.contextmanager
-def data_dir_stack(bench: Bench, variant: str) -> Iterator[DataDirStack]:
-    """The variant's embedded Postgres, started here, and a stack of processes on it."""
+def data_dir_stack(bench: Bench, variant: str, s3: bool = False) -> Iterator[Stack]:
+    """The variant's embedded Postgres, started here, and a stack of processes on it that read the blocks
+    from the data directory, or (`s3`) from a MinIO they are first uploaded to."""
     data_dir = bench.dataset.data_dir(variant)
     db = open_database(PostgresConfig(data_dir=str(data_dir / "postgres")))
     try:
-        with tempfile.TemporaryDirectory(prefix="flamewatch-long-range-") as work:
-            stack = DataDirStack(Path(work), db.dsn, data_dir)
+        with tempfile.TemporaryDirectory(prefix="flamewatch-long-range-") as work, contextlib.ExitStack() as more:
+            if s3:
+                minio = more.enter_context(MinioServer(Path(work) / "minio"))
+                minio.create_bucket(BUCKET)
+                start = time.monotonic()
+                count, nbytes = upload(minio, data_dir / "objects")
+                bench.say(f"{variant}: {count:,} objects ({nbytes / 2**20:.0f} MiB) uploaded to MinIO in "
+                          f"{time.monotonic() - start:.0f} s")
+                stack: Stack = Stack(Path(work), db.dsn, minio)
+            else:
+                stack = DataDirStack(Path(work), db.dsn, data_dir)
             try:
                 yield stack
             finally:
@@ -289,6 +307,71 @@ def replicas_phase(bench: Bench, variant: str, peers: bool) -> None:
             queried.stop()
             peer.stop()
         load_rounds(bench, variant, [stack.querier(*cache), stack.querier(*cache)], "fleet load, 2 replicas")
+
+
+# ------------------------------------------------------------------------------------ S3
+
+
+def upload(minio: MinioServer, objects: Path) -> tuple[int, int]:
+    """Every object of a filesystem store's directory into the bucket under the same key; their count and
+    bytes."""
+    client = minio.client()
+    files = [f for f in objects.rglob("*") if f.is_file() and not f.name.startswith(".tmp-")]
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda f: client.fput_object(BUCKET, f.relative_to(objects).as_posix(), str(f)), files))
+    return len(files), sum(f.stat().st_size for f in files)
+
+
+def s3_reads(service) -> tuple[float, float]:
+    """The S3 requests (objects and ranges read) and bytes the service has read so far (its /metrics)."""
+    found = {}
+    for family in text_string_to_metric_families(httpx.get(f"{service.url}/metrics", timeout=30).text):
+        for sample in family.samples:
+            if sample.labels.get("backend") == "s3":
+                found[sample.name] = sample.value
+    return (found.get("flamewatch_objstore_read_ranges_total", 0.0),
+            found.get("flamewatch_objstore_read_bytes_total", 0.0))
+
+
+def s3_phase(bench: Bench, variant: str) -> None:
+    """Measure 7: the month and the fleet from S3, cold on fresh queriers, then warm on one."""
+    with phase(bench, f"{variant}: S3"), data_dir_stack(bench, variant, s3=True) as stack:
+        for name in ("month", "fleet"):
+            times, requests, nbytes = [], [], []
+            for _ in range(bench.args.runs):
+                drop_page_cache(stack.minio.data_dir)
+                querier = stack.querier()
+                before = s3_reads(querier)
+                seconds, _ = timed(querier, bench.query(name))
+                after = s3_reads(querier)
+                querier.stop()
+                times.append(seconds)
+                requests.append(after[0] - before[0])
+                nbytes.append(after[1] - before[1])
+            bench.record(variant, f"{name} cold, S3", times)
+            bench.detail(f"{variant}: {name} cold, S3: {statistics.median(requests):,.0f} requests and "
+                         f"{statistics.median(nbytes) / 2**20:.0f} MiB read from S3 per query (medians)")
+        querier = stack.querier()
+        for name in ("month", "fleet"):
+            timed(querier, bench.query(name))  # fills the cache
+            before = s3_reads(querier)
+            warm_query(bench, variant, name, querier, f"{name} warm, S3")  # `runs` + 2 queries
+            after = s3_reads(querier)
+            queries = bench.args.runs + 2
+            bench.detail(f"{variant}: {name} warm, S3: {(after[0] - before[0]) / queries:,.0f} requests and "
+                         f"{(after[1] - before[1]) / queries / 2**20:.1f} MiB read from S3 per query once one "
+                         "filled the cache")
+
+
+def s3_rows(bench: Bench) -> list[Row]:
+    shape, rows = bench.dataset.shape, []
+    for name, days, what in (("month", shape.month_days, "of one service"),
+                             ("fleet", shape.fleet_days, "of the fleet")):
+        trees, raw = both(bench, f"{name} cold, S3", f"{name} warm, S3")
+        rows.append(Row(f"{days}-day flamegraph {what} on one flamewatch querier at its defaults reading S3 (MinIO "
+                        "on this machine), cold (a fresh querier, MinIO's files out of the page cache) / warm", "-",
+                        trees, None, note=raw))
+    return rows
 
 
 LOAD_CLIENTS, LOAD_QUERIES = 4, 2  # clients asking at once in the load figure, and how many times each
@@ -433,7 +516,21 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--fleet-days", type=int, default=shape.fleet_days, help="days of the fleet")
     parser.add_argument("--fleet-every", type=int, default=shape.fleet_every,
                         help="seconds between two CPU profiles of a fleet series")
+    parser.add_argument("--phases", default=",".join(PHASES), type=phases,
+                        help=f"which phases to run, comma-separated, of {','.join(PHASES)}: all (measures 1-3 on "
+                             "flamewatch all, and where their time goes), replicas (5), workers (6), s3 (7); the "
+                             "storage figures (4) are always given")
     return parser.parse_args()
+
+
+PHASES = ("all", "replicas", "workers", "s3")
+
+
+def phases(text: str) -> list[str]:
+    chosen = {p.strip() for p in text.split(",") if p.strip()}
+    if not chosen or chosen - set(PHASES):
+        raise argparse.ArgumentTypeError(f"{text!r}: name phases of {', '.join(PHASES)}, comma-separated")
+    return [p for p in PHASES if p in chosen]
 
 
 def main() -> None:
@@ -447,16 +544,25 @@ def main() -> None:
         pool = load_or_capture(data.POOL, Path(logs))
     bench = Bench(args, data.ensure(shape, pool), stamp)
     allinone.become_subreaper()
-    for variant in VARIANTS:
-        all_phase(bench, variant)
-    profile_phase(bench)
-    peers, workers = has_flag("querier", "--query.peers"), has_flag("all", "--query.workers")
-    for variant in VARIANTS:
-        replicas_phase(bench, variant, peers)
-    if workers:
+    rows = []
+    if "all" in args.phases:
+        for variant in VARIANTS:
+            all_phase(bench, variant)
+        profile_phase(bench)
+        rows += query_rows(bench)
+    rows += storage_rows(bench)
+    if "replicas" in args.phases:
+        peers = has_flag("querier", "--query.peers")
+        for variant in VARIANTS:
+            replicas_phase(bench, variant, peers)
+        rows += [*replica_rows(bench, peers), load_row(bench)]
+    if "workers" in args.phases and has_flag("all", "--query.workers"):
         workers_phase(bench)
-    rows = [*query_rows(bench), *storage_rows(bench), *replica_rows(bench, peers), load_row(bench)]
-    rows += [r for r in [workers_row(bench, workers)] if r is not None]
+        rows += [r for r in [workers_row(bench, True)] if r is not None]
+    if "s3" in args.phases:
+        for variant in VARIANTS:
+            s3_phase(bench, variant)
+        rows += s3_rows(bench)
     write(bench, rows, {"start": env_start, "end": report.environment()})
 
 

@@ -345,10 +345,10 @@ class BlockReader:
         owners or label sets not asked for are None (a merge needs neither)."""
         rows = np.asarray(rows, np.int64)
         group = np.searchsorted(self._group_starts, rows, side="right") - 1
-        if self._ranged is not None:
+        decoded = self.__dict__.get("_lists", {})
+        if self._ranged is not None and len(decoded) < len(self._sections.get("profiles", ())):
             # The entries of every row group the rows are in, fetched together before the first is decoded: in
             # as few requests as their gaps allow (one, from S3), not one for each row group as it is folded
-            decoded = self.__dict__.get("_lists", {})
             wanted = [self._sections["profiles"][g] for g in np.unique(group).tolist() if g not in decoded]
             if len(wanted) > 1:
                 self._ranged.fetch(self._ranges(wanted, self._entry_columns))

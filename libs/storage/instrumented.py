@@ -53,10 +53,6 @@ class InstrumentedStore:
     def __getattr__(self, name: str):
         return getattr(self._store, name)
 
-    @property
-    def inner(self) -> ObjectStore:
-        return self._store
-
     def put(self, key: str, data: bytes) -> None:
         with self._timed("put"):
             self._store.put(key, data)
